@@ -1,0 +1,85 @@
+# slimtensor developer verbs. The README's Quick start uses two of them: `make lab` and `make test`.
+#
+# Two virtual environments, so that the test-only plugin package never reaches the notebooks:
+#   .venv       the lab environment (make lab): the packages, JupyterLab, a registered kernel
+#   .venv-test  the test environment (make test): the packages, pytest, torch (oracle), the test plugin
+# Both build the core from the same CMake build folder, so a C++ edit rebuilds incrementally.
+
+PYTHON      ?= python3
+JOBS        ?= 2
+LAB_VENV    := .venv
+TEST_VENV   := .venv-test
+CORE        := packages/slimtensor-core
+TEST_PLUGIN := tests/plugins/slimtensor-hostdev
+KERNEL_NAME := slimtensor
+PIP_FLAGS   := --disable-pip-version-check -q
+# Explicit builds only: nothing rebuilds at import time (no import-time rebuild races).
+BUILD_FLAGS := --no-build-isolation -Cbuild-dir=build/{wheel_tag} -Ccmake.define.CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS)
+export CMAKE_BUILD_PARALLEL_LEVEL := $(JOBS)
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: lab test build build-test system-deps stubs check-stubs bench wheel clean distclean help
+
+help:
+	@echo "make lab        install the packages and open JupyterLab on notebooks/"
+	@echo "make test       install what the tests need, build, run every test"
+	@echo "make build      rebuild the core into both environments after a C++ edit"
+	@echo "make stubs      regenerate the typing stubs of slimtensor._C"
+	@echo "make bench      run the full benchmark suite into benchmarks/results/"
+	@echo "make wheel      build the core wheel into dist/"
+
+# --- system packages ------------------------------------------------------------------------------
+# The build needs a C++17 compiler. Installed with apt when we are root and it is missing; otherwise the
+# exact command is printed.
+system-deps:
+	@command -v c++ >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get update -q && apt-get install -y -q g++; \
+	  else echo "slimtensor needs a C++17 compiler: run 'sudo apt-get install g++' (Debian/Ubuntu) or 'xcode-select --install' (macOS)"; exit 1; fi; }
+
+# --- environments ---------------------------------------------------------------------------------
+$(LAB_VENV)/.stamp: requirements/lab.txt requirements/build.txt | system-deps
+	$(PYTHON) -m venv $(LAB_VENV)
+	$(LAB_VENV)/bin/python -m pip install $(PIP_FLAGS) -r requirements/lab.txt
+	touch $@
+
+$(TEST_VENV)/.stamp: requirements/test.txt requirements/build.txt | system-deps
+	$(PYTHON) -m venv $(TEST_VENV)
+	$(TEST_VENV)/bin/python -m pip install $(PIP_FLAGS) -r requirements/test.txt
+	touch $@
+
+# --- builds ---------------------------------------------------------------------------------------
+build-lab: $(LAB_VENV)/.stamp
+	$(LAB_VENV)/bin/python -m pip install $(PIP_FLAGS) $(BUILD_FLAGS) -e $(CORE)
+
+build-test: $(TEST_VENV)/.stamp
+	$(TEST_VENV)/bin/python -m pip install $(PIP_FLAGS) $(BUILD_FLAGS) -e $(CORE)
+	@if [ -d $(TEST_PLUGIN) ]; then $(TEST_VENV)/bin/python -m pip install $(PIP_FLAGS) --no-build-isolation \
+	  -Cbuild-dir=build/hostdev-{wheel_tag} $(TEST_PLUGIN); fi
+
+build: build-test
+	@if [ -d $(LAB_VENV) ]; then $(MAKE) --no-print-directory build-lab; fi
+
+# --- the two README commands ----------------------------------------------------------------------
+lab: build-lab
+	$(LAB_VENV)/bin/python -m ipykernel install --user --name $(KERNEL_NAME) --display-name "Python (slimtensor)" >/dev/null
+	$(LAB_VENV)/bin/jupytext --sync notebooks/*.py >/dev/null 2>&1 || true
+	$(LAB_VENV)/bin/jupyter lab --notebook-dir=notebooks
+
+test: build-test
+	$(TEST_VENV)/bin/python -m pytest
+
+# --- other verbs ----------------------------------------------------------------------------------
+stubs: build-test
+	$(TEST_VENV)/bin/python -m nanobind.stubgen -q -m slimtensor._C -o $(CORE)/python/slimtensor/_C.pyi
+
+bench: build-test
+	$(TEST_VENV)/bin/python -m slimtensor.bench --out benchmarks/results/latest.json
+
+wheel: $(TEST_VENV)/.stamp
+	$(TEST_VENV)/bin/python -m pip wheel $(PIP_FLAGS) --no-build-isolation --no-deps -w dist $(CORE)
+
+clean:
+	rm -rf build dist
+
+distclean: clean
+	rm -rf $(LAB_VENV) $(TEST_VENV)

@@ -1,0 +1,41 @@
+// slimtensor/memory_stats.h: live and peak memory, storages, tensors and AOTI handles per device type.
+//
+// Note [Leak counters]
+// Every storage, tensor and AOTI handle increments a counter of its device type when it is created and
+// decrements it when it is destroyed. Tests take a snapshot, run, and check that the counters return
+// to it: that is how "no leaks" is checked, not assumed.
+#pragma once
+
+#include <cstdint>
+
+#include "slimtensor/device.h"
+#include "slimtensor/export.h"
+
+namespace slimtensor {
+
+struct MemoryStats {
+  int64_t live_bytes = 0;
+  int64_t peak_bytes = 0;
+  int64_t live_storages = 0;
+  int64_t live_tensors = 0;
+  int64_t live_aoti_handles = 0;
+  int64_t total_allocations = 0;  // owning storages ever allocated
+};
+
+SLIMTENSOR_API MemoryStats memory_stats(DeviceType type) noexcept;
+// Sets peak_bytes to live_bytes for the device type.
+SLIMTENSOR_API void reset_peak_memory(DeviceType type) noexcept;
+
+namespace stats {
+SLIMTENSOR_API void storage_created(DeviceType type, int64_t bytes, bool owning) noexcept;
+SLIMTENSOR_API void storage_destroyed(DeviceType type, int64_t bytes, bool owning) noexcept;
+SLIMTENSOR_API void tensor_created() noexcept;
+SLIMTENSOR_API void tensor_destroyed() noexcept;
+SLIMTENSOR_API void aoti_handle_created(DeviceType type) noexcept;
+SLIMTENSOR_API void aoti_handle_destroyed(DeviceType type) noexcept;
+}  // namespace stats
+
+// Live tensor objects of every device (a tensor does not know its device without its storage).
+SLIMTENSOR_API int64_t live_tensors() noexcept;
+
+}  // namespace slimtensor
