@@ -7,6 +7,7 @@
 //   _alloc_from_pool(self, offset_bytes, dtype, ...): a byte offset into self's storage, reinterpreted as
 //   another dtype; self's offset must be 0 and offset_bytes a multiple of the new itemsize.
 #include "aoti/handle.h"
+#include "aoti/model_owner.h"
 #include "slimtensor/checked_math.h"
 #include "slimtensor/device_registry.h"
 #include "slimtensor/factories.h"
@@ -51,7 +52,9 @@ AOTITorchError from_blob_impl(const char* fn, void* data, int64_t ndim, const in
       }
     }
     if (!device.is_cpu()) usable_device(device, fn);
-    *ret = make_handle(from_blob(data, sizes, strides, storage_offset, st, device, nullptr, nullptr, false), fn);
+    Tensor t = from_blob(data, sizes, strides, storage_offset, st, device, nullptr, nullptr, false);
+    if (ModelOwner* owner = current_owner()) owner_record(owner, t.storage_impl());
+    *ret = make_handle(std::move(t), fn);
   });
 }
 
