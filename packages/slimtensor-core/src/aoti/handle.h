@@ -17,6 +17,9 @@
 // Every aoti_torch_* function returning AOTITorchError runs its body inside guarded(), which turns any
 // exception into AOTI_TORCH_FAILURE and a thread-local message "<function>(): <what>". Only
 // aoti_torch_check throws, by contract.
+//
+// make_handle, delete_handle and check_handle are exported (C++ API) for the Python module's handle bridge
+// (src/python/bind_aoti.cpp); the rest of this header is internal to libslimtensor.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +28,7 @@
 
 #include "slimtensor/c/shim.h"
 #include "slimtensor/error.h"
+#include "slimtensor/export.h"
 #include "slimtensor/tensor.h"
 
 struct AtenTensorOpaque {
@@ -39,11 +43,11 @@ constexpr uint32_t kHandleMagic = 0x51AB7E45u;
 constexpr int64_t kMaxDims = 64;  // more dims than any model uses; bounds the stack arrays below
 
 // Wraps a tensor in a new handle (counted and traced); `op` names the creator in traces.
-AtenTensorHandle make_handle(Tensor&& tensor, const char* op);
+SLIMTENSOR_API AtenTensorHandle make_handle(Tensor&& tensor, const char* op);
 // Destroys a handle made by make_handle (no checks; see check_for_delete).
-void delete_handle(AtenTensorHandle h) noexcept;
+SLIMTENSOR_API void delete_handle(AtenTensorHandle h) noexcept;
 // Throws unless h is a live handle (NULL, cleared magic, or not registered in debug mode).
-void check_handle(AtenTensorHandle h, const char* function, const char* arg);
+SLIMTENSOR_API void check_handle(AtenTensorHandle h, const char* function, const char* arg);
 bool debug_handles() noexcept;
 char* last_error_buffer() noexcept;  // the thread's NUL-terminated last error (1024 bytes)
 int64_t live_handles() noexcept;

@@ -61,6 +61,10 @@ void* slimtensor_aoti_owner_new(slimtensor_model_release_fn release, void* conta
   }
 }
 
+void slimtensor_aoti_owner_set_container(void* owner, void* container) {
+  if (owner) static_cast<ModelOwner*>(owner)->container = container;
+}
+
 void slimtensor_aoti_owner_enter(void* owner) { t_owner = static_cast<ModelOwner*>(owner); }
 
 void slimtensor_aoti_owner_release(void* owner) {

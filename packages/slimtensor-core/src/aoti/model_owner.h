@@ -31,6 +31,8 @@ extern "C" {
 typedef int32_t (*slimtensor_model_release_fn)(void* container);
 // A new owner with one reference; `release(container)` runs when the last reference goes.
 SLIMTENSOR_C_API void* slimtensor_aoti_owner_new(slimtensor_model_release_fn release, void* container);
+// Sets the container the owner deletes (once it exists).
+SLIMTENSOR_C_API void slimtensor_aoti_owner_set_container(void* owner, void* container);
 // Sets (or, with NULL, clears) the owner entered on this thread.
 SLIMTENSOR_C_API void slimtensor_aoti_owner_enter(void* owner);
 // Drops one reference (the host's, at close()).
