@@ -1,11 +1,9 @@
 // src/aoti/ops/attention.cpp: aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu (causal, mask, scale) on BLAS.
 //
 // Note [SDPA output layout]
-// torch's CPU flash attention (and its meta function, which the compiled model trusts) returns
-//   output    (B, H, L, Ev) laid out as (B, L, H, Ev) transposed: strides (L*H*Ev, Ev, H*Ev, 1);
-//   logsumexp (B, H, L) in the accumulation dtype (float32, float64 for float64), laid out as (B, L, H)
-//   transposed: strides (L*H, 1, H).
-// We allocate exactly those layouts. Scores are computed per (batch, head) as scale * q @ k^T in float32
+// The compiled model trusts the strides of torch 2.13's meta function (with AOTI_RUNTIME_CHECK_INPUTS=1 it
+// asserts them): output (B, H, L, Ev) and logsumexp (B, H, L, in the accumulation dtype: float32, or
+// float64 for float64) are both contiguous. We allocate exactly those layouts. Scores are computed per (batch, head) as scale * q @ k^T in float32
 // (float64 for float64 inputs), masked (bool mask: false = -inf; float mask: added; causal: j > i is
 // -inf, top-left aligned), softmaxed with the row's logsumexp, and multiplied by v. A row whose every
 // score is -inf gives output 0 and logsumexp -inf.
@@ -136,8 +134,8 @@ AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
     }
     ScalarType ct = q.dtype() == ScalarType::Float64 ? ScalarType::Float64 : ScalarType::Float32;
     double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(E));
-    std::vector<int64_t> osz = {B, H, L, Ev}, ost = {L * H * Ev, Ev, H * Ev, 1};
-    std::vector<int64_t> lsz = {B, H, L}, lst = {L * H, 1, H};
+    std::vector<int64_t> osz = {B, H, L, Ev}, ost = {H * L * Ev, L * Ev, Ev, 1};
+    std::vector<int64_t> lsz = {B, H, L}, lst = {H * L, L, 1};
     Tensor out = empty_strided(osz, ost, q.dtype(), kCPUDevice);
     Tensor lse = empty_strided(lsz, lst, ct, kCPUDevice);
     Tensor out_c = q.dtype() == ct ? out : empty_strided(osz, ost, ct, kCPUDevice);
