@@ -2,11 +2,14 @@
 //
 // Note [SDPA output layout]
 // The compiled model trusts the strides of torch 2.13's meta function (with AOTI_RUNTIME_CHECK_INPUTS=1 it
-// asserts them): output (B, H, L, Ev) and logsumexp (B, H, L, in the accumulation dtype: float32, or
-// float64 for float64) are both contiguous. We allocate exactly those layouts. Scores are computed per (batch, head) as scale * q @ k^T in float32
+// asserts them): output = empty_like(query) with Ev as last size, i.e. query's dim order (dims sorted by
+// query's strides, outermost first; a dense contiguous query gives a contiguous output), and logsumexp
+// (B, H, L) in the accumulation dtype (float32, or float64 for float64) laid out as (B, L, H) transposed:
+// strides (L*H, 1, H). We allocate exactly those layouts. Scores are computed per (batch, head) as scale * q @ k^T in float32
 // (float64 for float64 inputs), masked (bool mask: false = -inf; float mask: added; causal: j > i is
 // -inf, top-left aligned), softmaxed with the row's logsumexp, and multiplied by v. A row whose every
 // score is -inf gives output 0 and logsumexp -inf.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -94,6 +97,21 @@ void sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask,
   }
 }
 
+// empty_like's preserve_format for a 4-D query, with `sizes` as the new sizes: dims ordered by query's
+// strides (stable: ties keep the outer dim outer), then dense strides in that order.
+std::vector<int64_t> like_strides(const Tensor& q, const std::vector<int64_t>& sizes) {
+  int perm[4] = {0, 1, 2, 3};
+  const int64_t* st = q.strides();
+  std::stable_sort(perm, perm + 4, [&](int a, int b) { return st[a] > st[b]; });
+  std::vector<int64_t> out(4);
+  int64_t s = 1;
+  for (int i = 3; i >= 0; --i) {
+    out[perm[i]] = s;
+    s *= std::max<int64_t>(1, sizes[perm[i]]);
+  }
+  return out;
+}
+
 }  // namespace
 
 extern "C" {
@@ -134,8 +152,8 @@ AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
     }
     ScalarType ct = q.dtype() == ScalarType::Float64 ? ScalarType::Float64 : ScalarType::Float32;
     double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(E));
-    std::vector<int64_t> osz = {B, H, L, Ev}, ost = {H * L * Ev, L * Ev, Ev, 1};
-    std::vector<int64_t> lsz = {B, H, L}, lst = {H * L, L, 1};
+    std::vector<int64_t> osz = {B, H, L, Ev}, ost = like_strides(q, osz);
+    std::vector<int64_t> lsz = {B, H, L}, lst = {L * H, 1, H};
     Tensor out = empty_strided(osz, ost, q.dtype(), kCPUDevice);
     Tensor lse = empty_strided(lsz, lst, ct, kCPUDevice);
     Tensor out_c = q.dtype() == ct ? out : empty_strided(osz, ost, ct, kCPUDevice);
