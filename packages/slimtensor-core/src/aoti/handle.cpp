@@ -32,7 +32,45 @@ Registry& registry() {
   return *r;
 }
 
-std::atomic<int64_t> g_live_handles{0};
+// Note [Handle blocks]
+// Handles are made and deleted at a high rate (every intermediate buffer of a model run). Each thread keeps
+// up to kCachedBlocks freed handle blocks and reuses them before asking malloc; a block freed on another
+// thread simply joins that thread's cache. The cache is freed when its thread exits.
+constexpr int kCachedBlocks = 256;
+struct BlockCache {
+  void* head = nullptr;
+  int count = 0;
+  ~BlockCache() {
+    while (head) {
+      void* next = *static_cast<void**>(head);
+      ::operator delete(head);
+      head = next;
+    }
+    count = 0;
+  }
+};
+thread_local BlockCache t_blocks;
+
+void* take_block() {
+  BlockCache& c = t_blocks;
+  if (void* p = c.head) {
+    c.head = *static_cast<void**>(p);
+    --c.count;
+    return p;
+  }
+  return ::operator new(sizeof(AtenTensorOpaque));
+}
+
+void give_block(void* p) noexcept {
+  BlockCache& c = t_blocks;
+  if (c.count < kCachedBlocks) {
+    *static_cast<void**>(p) = c.head;
+    c.head = p;
+    ++c.count;
+  } else {
+    ::operator delete(p);
+  }
+}
 
 void trace(EventKind kind, AtenTensorHandle h, const char* op) {
   const Tensor& t = h->tensor;
@@ -57,23 +95,28 @@ void trace(EventKind kind, AtenTensorHandle h, const char* op) {
 
 bool debug_handles() noexcept { return g_debug; }
 char* last_error_buffer() noexcept { return t_last_error; }
-int64_t live_handles() noexcept { return g_live_handles.load(std::memory_order_relaxed); }
+int64_t live_handles() noexcept {
+  int64_t n = 0;
+  for (int t = 0; t < kMaxDeviceTypes; ++t) n += memory_stats(static_cast<DeviceType>(t)).live_aoti_handles;
+  return n;
+}
 
 AtenTensorHandle make_handle(Tensor&& tensor, const char* op) {
   DeviceType type = tensor.defined() ? tensor.device().type : kCPU;
-  auto* h = new AtenTensorOpaque{kHandleMagic, type, std::move(tensor)};
+  void* block = take_block();
+  auto* h = new (block) AtenTensorOpaque{kHandleMagic, type, std::move(tensor)};
   if (g_debug) {
     Registry& r = registry();
     try {
       std::lock_guard<std::mutex> lock(r.mutex);
       r.live.insert(h);
     } catch (...) {
-      delete h;
+      h->~AtenTensorOpaque();
+      give_block(h);
       throw;
     }
   }
   stats::aoti_handle_created(type);
-  g_live_handles.fetch_add(1, std::memory_order_relaxed);
   if (events::tracing_active()) trace(EventKind::HandleCreate, h, op);
   return h;
 }
@@ -93,9 +136,9 @@ void delete_handle(AtenTensorHandle h) noexcept {
   }
   DeviceType type = h->counted_type;
   h->magic = 0;
-  delete h;
+  h->~AtenTensorOpaque();
+  give_block(h);
   stats::aoti_handle_destroyed(type);
-  g_live_handles.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void check_handle(AtenTensorHandle h, const char* function, const char* arg) {

@@ -79,11 +79,53 @@ def lib() -> ctypes.CDLL:
     _proto(l, "slimtensor_aoti_owner_release", None, c_void_p)
     _proto(l, "slimtensor_aoti_owner_adopt_output", c_int32, c_void_p, H)
     _proto(l, "slimtensor_aoti_owner_refs", c_int64, c_void_p)
+    _proto(l, "slimtensor_aoti_handle_from_dlpack", c_int32, c_void_p, POINTER(H))
+    _proto(l, "slimtensor_aoti_handle_to_dlpack", c_void_p, H)
+    _proto(l, "slimtensor_aoti_dlpack_delete", None, c_void_p)
     _proto(l, "slimtensor_blas_set_num_threads", None, c_int32)
     _proto(l, "slimtensor_blas_get_num_threads", c_int32)
     _ = (c_bool, c_double, c_size_t)
     _LIB = l
     return l
+
+
+_CAP_NAME = b"dltensor"
+_USED_NAME = b"used_dltensor"
+
+
+def _capi():
+    api = ctypes.pythonapi
+    api.PyCapsule_GetPointer.restype, api.PyCapsule_GetPointer.argtypes = c_void_p, [ctypes.py_object, c_char_p]
+    api.PyCapsule_SetName.restype, api.PyCapsule_SetName.argtypes = ctypes.c_int, [ctypes.py_object, c_char_p]
+    api.PyCapsule_New.restype, api.PyCapsule_New.argtypes = ctypes.py_object, [c_void_p, c_char_p, c_void_p]
+    api.PyCapsule_IsValid.restype, api.PyCapsule_IsValid.argtypes = ctypes.c_int, [ctypes.py_object, c_char_p]
+    return api
+
+
+def handle_from_capsule(capsule) -> int:
+    """Consumes a legacy DLPack capsule ("dltensor"); returns a new AOTI handle over its memory."""
+    api = _capi()
+    if not api.PyCapsule_IsValid(capsule, _CAP_NAME):
+        raise ValueError("expected an unconsumed legacy DLPack capsule ('dltensor')")
+    managed = api.PyCapsule_GetPointer(capsule, _CAP_NAME)
+    api.PyCapsule_SetName(capsule, _USED_NAME)  # the handle (or, on failure, the deleter call) owns it now
+    h = H()
+    if lib().slimtensor_aoti_handle_from_dlpack(managed, ctypes.byref(h)) != 0:
+        raise ValueError(last_error())
+    return h.value
+
+
+def capsule_from_handle(handle: int):
+    """Steals a handle; returns (capsule, managed pointer). The capsule has no destructor: hand it to a
+    consumer at once, and call dlpack_delete(managed) if the consumer refused it."""
+    managed = lib().slimtensor_aoti_handle_to_dlpack(handle)
+    if not managed:
+        raise ValueError(last_error())
+    return _capi().PyCapsule_New(managed, _CAP_NAME, None), managed
+
+
+def capsule_consumed(capsule) -> bool:
+    return not _capi().PyCapsule_IsValid(capsule, _CAP_NAME)
 
 
 def last_error() -> str:

@@ -241,7 +241,11 @@ class AOTIModel:
                     lib.aoti_torch_delete_tensor_object(ins[i])
 
     def __call__(self, *inputs):
-        """Runs the model on slimtensor tensors, numpy arrays or DLPack objects; returns slimtensor tensors."""
+        """Runs the model on slimtensor tensors, numpy arrays or DLPack objects; returns slimtensor tensors.
+
+        Inputs are passed without copies when they are contiguous CPU tensors (else as a contiguous copy);
+        outputs share memory with the model's buffers (and with inputs or constants when the model returns views).
+        """
         import slimtensor as st
         from slimtensor import _C
 
@@ -249,18 +253,18 @@ class AOTIModel:
         if len(inputs) != self.num_inputs:
             raise ValueError(f"slimtensor.aoti: the model takes {self.num_inputs} inputs "
                              f"({', '.join(self.input_names)}) but got {len(inputs)}")
+        lib = _lib.lib()
         handles = []
         try:
             for i, x in enumerate(inputs):
                 t = _to_tensor(st, x, i)
-                if str(t.device) != "cpu" and not str(t.device).startswith("cpu"):
+                if t.device.type != "cpu":
                     raise ValueError(f"slimtensor.aoti: input {i} ({self.input_names[i]}) is on {t.device} but the "
                                      "model runs on cpu; move it with .cpu()")
                 if not t.is_contiguous():
                     t = t.contiguous()
-                handles.append(_C._aoti.handle_from_tensor(t))
+                handles.append(_lib.handle_from_capsule(t.__dlpack__()))
         except BaseException:
-            lib = _lib.lib()
             for h in handles:
                 lib.aoti_torch_delete_tensor_object(h)
             raise
@@ -270,11 +274,20 @@ class AOTIModel:
         try:
             while outs:
                 h = outs.pop(0)
-                results.append(_C._aoti.tensor_from_handle(h) if h else None)
+                if not h:
+                    results.append(None)
+                    continue
+                capsule, managed = _lib.capsule_from_handle(h)
+                try:
+                    results.append(_C.from_dlpack(capsule))
+                except BaseException:
+                    if not _lib.capsule_consumed(capsule):
+                        lib.slimtensor_aoti_dlpack_delete(managed)
+                    raise
         finally:
             for h in outs:
                 if h:
-                    _lib.lib().aoti_torch_delete_tensor_object(h)
+                    lib.aoti_torch_delete_tensor_object(h)
         return results[0] if len(results) == 1 else tuple(results)
 
     def run_numpy(self, *arrays):

@@ -1,0 +1,181 @@
+"""Real AOTInductor models (compiled by torch in a subprocess, cached) run on slimtensor: outputs match torch eager."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import MODEL_NAMES, load_reference, tolerance
+
+
+def _compare(got, expected, name, i):
+    got = np.asarray(got)
+    assert got.shape == expected.shape, f"{name} output {i}: shape {got.shape} != {expected.shape}"
+    assert got.dtype == expected.dtype, f"{name} output {i}: dtype {got.dtype} != {expected.dtype}"
+    tol = tolerance(expected.dtype)
+    g, e = got.astype(np.float64), expected.astype(np.float64)
+    if tol == 0:
+        np.testing.assert_array_equal(g, e, err_msg=f"{name} output {i}")
+    else:
+        np.testing.assert_allclose(g, e, rtol=tol, atol=tol, err_msg=f"{name} output {i}")
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_model_matches_eager_numpy_path(model_dir, name):
+    from slimtensor import aoti
+
+    before = aoti.live_handles()
+    with aoti.load(f"{model_dir}/{name}.pt2") as model:
+        for inputs, expected in load_reference(model_dir, name):
+            outs = model.run_numpy(*inputs)
+            assert len(outs) == len(expected)
+            for i, (g, e) in enumerate(zip(outs, expected)):
+                _compare(g, e, name, i)
+    assert aoti.live_handles() == before
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_model_matches_eager_tensors(model_dir, name):
+    import slimtensor as st
+    from slimtensor import aoti
+
+    before_h = aoti.live_handles()
+    before = st.memory_stats("cpu")
+    with aoti.load(f"{model_dir}/{name}.pt2") as model:
+        assert model.num_inputs == len(load_reference(model_dir, name)[0][0])
+        for inputs, expected in load_reference(model_dir, name):
+            outs = model(*inputs)
+            outs = outs if isinstance(outs, tuple) else (outs,)
+            assert all(isinstance(o, st.Tensor) for o in outs)
+            for i, (g, e) in enumerate(zip(outs, expected)):
+                _compare(g.numpy() if hasattr(g, "numpy") else np.asarray(g), e, name, i)
+            del outs
+    after = st.memory_stats("cpu")
+    assert aoti.live_handles() == before_h
+    for key in ("live_storages", "live_tensors", "live_bytes"):
+        assert after[key] == before[key], (key, before, after)
+
+
+def test_names_constants_and_repr(model_dir):
+    from slimtensor import aoti
+
+    with aoti.load(f"{model_dir}/mlp.pt2") as m:
+        assert (m.num_inputs, m.num_outputs) == (1, 1)
+        assert len(m.input_names) == 1 and len(m.output_names) == 1
+        consts = m.constants
+        assert [c["nbytes"] for c in consts] == [64 * 32 * 4, 64 * 4, 10 * 64 * 4, 10 * 4]
+        assert all(c["dtype"] == 6 for c in consts)
+        assert "1 inputs" in repr(m)
+    assert "closed" in repr(m)
+    with pytest.raises(RuntimeError, match="closed"):
+        m.run_numpy(np.zeros((5, 32), np.float32))
+
+
+def test_wrong_inputs_are_clear_errors(model_dir):
+    from slimtensor import aoti
+
+    before = aoti.live_handles()
+    with aoti.load(f"{model_dir}/mlp.pt2") as m:
+        with pytest.raises(ValueError, match="takes 1 inputs"):
+            m.run_numpy(np.zeros((5, 32), np.float32), np.zeros(3, np.float32))
+        with pytest.raises(aoti.AOTIError, match="dim"):
+            m.run_numpy(np.zeros((5, 31), np.float32))
+        with pytest.raises(aoti.AOTIError, match="dtype"):
+            m.run_numpy(np.zeros((5, 32), np.float64))
+        # still usable after failures; the failed runs' input handles were released exactly once
+        out = m.run_numpy(np.ones((5, 32), np.float32))
+        assert out[0].shape == (5, 10)
+    assert aoti.live_handles() == before
+
+
+def test_dynamic_batch(model_dir):
+    from slimtensor import aoti
+
+    with aoti.load(f"{model_dir}/mlp_dynamic.pt2") as m:
+        for b in (1, 3, 17):
+            assert m.run_numpy(np.ones((b, 32), np.float32))[0].shape == (b, 10)
+
+
+def test_outputs_alias_inputs_keep_memory(model_dir):
+    import slimtensor as st
+    from slimtensor import aoti
+
+    x = np.arange(15, dtype=np.float32).reshape(3, 5)
+    with aoti.load(f"{model_dir}/alias_input.pt2") as m:
+        t, tail = m(st.asarray(x.copy()))
+    np.testing.assert_array_equal(t.numpy(), x.T)
+    np.testing.assert_array_equal(tail.numpy(), x[1:])
+
+
+def test_noncontiguous_input_is_made_contiguous(model_dir):
+    import slimtensor as st
+    from slimtensor import aoti
+
+    x = np.arange(80, dtype=np.float32).reshape(16, 5)
+    with aoti.load(f"{model_dir}/linear.pt2") as m:
+        ref = m.run_numpy(np.ascontiguousarray(x.T[:4]))[0]
+        got = m(st.asarray(x).T[:4])
+    np.testing.assert_allclose(got.numpy(), ref, rtol=1e-6)
+
+
+def test_bare_so_and_foreign_files(model_dir, tmp_path):
+    import zipfile
+
+    from slimtensor import aoti
+
+    with zipfile.ZipFile(f"{model_dir}/linear.pt2") as z:
+        so = [n for n in z.namelist() if n.endswith(".so")][0]
+        (tmp_path / "m.so").write_bytes(z.read(so))
+    inputs, expected = load_reference(model_dir, "linear")[0]
+    with aoti.load(tmp_path / "m.so") as m:
+        np.testing.assert_allclose(m.run_numpy(*inputs)[0], expected[0], rtol=1e-5, atol=1e-5)
+    (tmp_path / "junk.pt2").write_bytes(b"hello world, not a model")
+    with pytest.raises(ValueError, match="neither"):
+        aoti.load(tmp_path / "junk.pt2")
+    data = (tmp_path / "m.so").read_bytes()
+    (tmp_path / "trunc.so").write_bytes(data[:200])
+    with pytest.raises((ValueError, aoti.AOTIError)):
+        aoti.load(tmp_path / "trunc.so")
+    with zipfile.ZipFile(tmp_path / "other.zip", "w") as z:
+        z.writestr("a/b.txt", "x")
+        z.writestr("../../evil.so", "x")
+    with pytest.raises(ValueError, match="not an AOTInductor package"):
+        aoti.load(tmp_path / "other.zip")
+    (tmp_path / "broken.pt2").write_bytes(b"PK\x03\x04garbage")
+    with pytest.raises(ValueError, match="damaged"):
+        aoti.load(tmp_path / "broken.pt2")
+    with pytest.raises(FileNotFoundError):
+        aoti.load(tmp_path / "missing.pt2")
+
+
+def test_missing_shim_symbols_are_listed(model_dir, tmp_path):
+    """A model needing a shim slimtensor lacks is refused before dlopen, naming the functions."""
+    import zipfile
+
+    from slimtensor import aoti
+
+    with zipfile.ZipFile(f"{model_dir}/linear.pt2") as z:
+        so = [n for n in z.namelist() if n.endswith(".so")][0]
+        data = bytearray(z.read(so))
+    # rename one undefined import in .dynstr to a same-length name slimtensor does not export
+    old = b"aoti_torch_cpu_addmm_out\x00"
+    new = b"aoti_torch_cpu_xxxxx_out\x00"
+    assert data.count(old) >= 1
+    data = data.replace(old, new, 1)
+    (tmp_path / "m.so").write_bytes(bytes(data))
+    with pytest.raises(aoti.AOTIError, match="aoti_torch_cpu_xxxxx_out"):
+        aoti.load(tmp_path / "m.so")
+
+
+def test_isa_check(model_dir, monkeypatch):
+    from slimtensor.aoti import _package
+
+    files = _package.ModelFiles(so_path="x", metadata={"AOTI_DEVICE_KEY": "cpu", "AOTI_CPU_ISA": "AVX512"})
+    monkeypatch.setattr(_package, "cpu_flags", lambda: {"avx2", "fma", "sse2"})
+    with pytest.raises(RuntimeError, match="avx512"):
+        _package.check_metadata(files, "cpu")
+    files.metadata["AOTI_CPU_ISA"] = "AVX2"
+    _package.check_metadata(files, "cpu")
+    files.metadata["AOTI_DEVICE_KEY"] = "cuda"
+    with pytest.raises(ValueError, match="compiled for"):
+        _package.check_metadata(files, "cpu")
