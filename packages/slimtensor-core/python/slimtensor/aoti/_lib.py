@@ -40,7 +40,17 @@ def library_path() -> str:
     for d in candidates:
         found = sorted(glob.glob(os.path.join(d, "libslimtensor.so*")), key=len)
         if found:
-            _PATH = found[0]
+            # Wheels hold copies, not symlinks: libslimtensor.so, .so.0 and .so.0.1.0 are different files.
+            # The one the extension module loaded is the file named by the soname; opening another copy would
+            # give a second libslimtensor with its own counters and handles.
+            from . import _elf
+
+            try:
+                name = _elf.soname(found[0])
+            except _elf.ElfError:
+                name = None
+            by_soname = [f for f in found if os.path.basename(f) == name]
+            _PATH = by_soname[0] if by_soname else found[0]
             return _PATH
     raise RuntimeError("slimtensor.aoti: libslimtensor was not found next to the slimtensor package "
                        f"(looked in {candidates}); reinstall slimtensor-core or set SLIMTENSOR_LIBRARY")
