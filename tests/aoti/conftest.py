@@ -20,7 +20,8 @@ TORCH_VERSION = "2.13.0"
 
 MODEL_NAMES = ["pointwise", "linear", "mlp", "conv1d", "conv2d_groups", "small_cnn", "softmax", "layer_norm", "sdpa",
                "sdpa_causal", "sdpa_masked", "transformer_block", "view_permute", "alias_input", "two_outputs", "bf16",
-               "int64", "bmm", "mlp_dynamic", "linear_blob"]
+               "int64", "bmm", "mlp_dynamic", "linear_blob", "const_alias"]
+EXTRA_NAMES = ["linear_libtorch"]  # compiled, but run by torch (the isolation tests)
 
 
 def torch_version() -> str | None:
@@ -71,7 +72,7 @@ def compile_models(names: list[str]) -> str:
 def model_dir():
     if not have_torch():
         pytest.skip(f"needs torch=={TORCH_VERSION} to compile the test models")
-    return compile_models(MODEL_NAMES)
+    return compile_models(MODEL_NAMES + EXTRA_NAMES)
 
 
 def load_reference(model_dir: str, name: str):

@@ -151,6 +151,17 @@ class Int64(nn.Module):
         return x * 3 + y, (x % 5).sum(dim=1)
 
 
+class ConstAlias(nn.Module):
+    """Returns a view of its own weight: the output aliases model memory."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.arange(32, dtype=torch.float32).reshape(4, 8))
+
+    def forward(self, x):
+        return x + self.table, self.table[1:]
+
+
 class BMM(nn.Module):
     def forward(self, a, b):
         return torch.bmm(a, b)
@@ -190,11 +201,14 @@ def models():
         "bmm": (BMM, (_r(3, 4, 5), _r(3, 5, 6, seed=1)), None, None),
         "mlp_dynamic": (MLP, (_r(5, 32),), ({0: batch},), (_r(9, 32, seed=3),)),
         "linear_blob": (Linear, (_r(4, 16),), None, None),
+        "linear_libtorch": (Linear, (_r(4, 16),), None, None),
+        "const_alias": (ConstAlias, (_r(4, 8),), None, None),
     }
 
 
 # Extra inductor options per model (on top of the common ones in compile_models.py).
 EXTRA_OPTIONS = {
+    "linear_libtorch": {"aot_inductor.link_libtorch": True},  # a stock model: must keep running on libtorch
     "linear_blob": {"aot_inductor.package_constants_in_so": False,
                     "aot_inductor.package_constants_on_disk_format": "binary_blob"},
 }
