@@ -184,3 +184,75 @@ def test_isa_check(model_dir, monkeypatch):
     files.metadata["AOTI_DEVICE_KEY"] = "cuda"
     with pytest.raises(ValueError, match="compiled for"):
         _package.check_metadata(files, "cpu")
+
+
+def test_outputs_of_a_model_returning_its_buffer_outlive_close(model_dir):
+    """A model returning (a view of) its own buffer: the output stays valid after close()."""
+    import gc
+
+    import slimtensor as st
+    from slimtensor import aoti
+    from slimtensor.aoti import _lib
+
+    before_h = aoti.live_handles()
+    before = st.memory_stats("cpu")
+    table = np.arange(32, dtype=np.float32).reshape(4, 8)
+    m = aoti.load(f"{model_dir}/const_alias.pt2")
+    owner = m._owner
+    y, view = m(st.asarray(np.ones((4, 8), np.float32)))
+    np.testing.assert_array_equal(view.numpy(), table[1:])
+    # torch 2.13's generated code clones an output that views a constant (aoti_torch_clone), so nothing pins
+    # the model here; test_model_owner_pins_constants checks the pinning itself.
+    assert _lib.lib().slimtensor_aoti_owner_refs(owner) == 1
+    m.close()
+    junk = [np.full(1 << 16, 7.0) for _ in range(8)]  # reuse freed memory, were it freed
+    np.testing.assert_array_equal(view.numpy(), table[1:])
+    np.testing.assert_array_equal(y.numpy(), table + 1)
+    del y, view, junk
+    gc.collect()
+    assert aoti.live_handles() == before_h
+    after = st.memory_stats("cpu")
+    assert after["live_storages"] == before["live_storages"]
+    assert after["live_bytes"] == before["live_bytes"]
+
+
+def test_model_owner_pins_constants():
+    """Note [Model owner] at the C level: an adopted output over constant memory defers the container delete."""
+    import ctypes
+
+    from slimtensor.aoti import _lib
+    from slimtensor.aoti._numpy import array_from_handle
+
+    L = _lib.lib()
+    before = _lib.live_handles()
+    released = []
+    cb = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(lambda c: released.append(c) or 0)
+    blob = np.arange(12, dtype=np.float32)
+    owner = L.slimtensor_aoti_owner_new(ctypes.cast(cb, ctypes.c_void_p).value, None)
+    L.slimtensor_aoti_owner_set_container(owner, 1234)
+    L.slimtensor_aoti_owner_enter(owner)
+    const = ctypes.c_void_p()
+    sizes = (ctypes.c_int64 * 1)(12)
+    assert L.aoti_torch_create_tensor_from_blob_v2(blob.ctypes.data, 1, sizes, None, 0, 6, 0, 0, ctypes.byref(const),
+                                                   0, None, 0) == 0
+    L.slimtensor_aoti_owner_enter(None)
+    f = L.aoti_torch__reinterpret_tensor
+    f.restype, f.argtypes = ctypes.c_int32, [ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64),
+                                             ctypes.POINTER(ctypes.c_int64), ctypes.c_int64,
+                                             ctypes.POINTER(ctypes.c_void_p)]
+    out, other = ctypes.c_void_p(), ctypes.c_void_p()
+    assert f(const, 1, (ctypes.c_int64 * 1)(4), None, 8, ctypes.byref(out)) == 0
+    assert L.slimtensor_aoti_owner_adopt_output(owner, out) == 1
+    other_data = np.zeros(3, np.float32)
+    assert L.aoti_torch_create_tensor_from_blob_v2(other_data.ctypes.data, 1, (ctypes.c_int64 * 1)(3), None, 0, 6, 0,
+                                                   0, ctypes.byref(other), 0, None, 0) == 0
+    assert L.slimtensor_aoti_owner_adopt_output(owner, other) == 0  # not the model's memory
+    assert L.slimtensor_aoti_owner_refs(owner) == 2
+    L.aoti_torch_delete_tensor_object(const)  # what the container's delete would do...
+    L.slimtensor_aoti_owner_release(owner)  # ...the host closes the model
+    assert released == []  # the adopted output still pins it
+    np.testing.assert_array_equal(array_from_handle(out.value), [8, 9, 10, 11])
+    L.aoti_torch_delete_tensor_object(out)
+    assert released == [1234]  # last reference gone: the container is deleted, once
+    L.aoti_torch_delete_tensor_object(other)
+    assert _lib.live_handles() == before
