@@ -203,11 +203,14 @@ def models():
         "linear_blob": (Linear, (_r(4, 16),), None, None),
         "linear_libtorch": (Linear, (_r(4, 16),), None, None),
         "const_alias": (ConstAlias, (_r(4, 8),), None, None),
+        "pointwise_native": (Pointwise, (_r(64, 128), _r(64, 128, seed=1)), None, None),
     }
 
 
 # Extra inductor options per model (on top of the common ones in compile_models.py).
 EXTRA_OPTIONS = {
+    # this machine's own ISA (AVX-512 here): vectorized kernels calling SLEEF (Sleef_*, no DT_NEEDED)
+    "pointwise_native": {"cpp.march": "native", "cpp.simdlen": None},
     "linear_libtorch": {"aot_inductor.link_libtorch": True},  # a stock model: must keep running on libtorch
     "linear_blob": {"aot_inductor.package_constants_in_so": False,
                     "aot_inductor.package_constants_on_disk_format": "binary_blob"},

@@ -256,3 +256,54 @@ def test_model_owner_pins_constants():
     assert released == [1234]  # last reference gone: the container is deleted, once
     L.aoti_torch_delete_tensor_object(other)
     assert _lib.live_handles() == before
+
+
+def test_sleef_model(model_dir):
+    """A model compiled for this machine's ISA calls Sleef_* (no DT_NEEDED): slimtensor provides libsleef."""
+    import json
+    import zipfile
+
+    from slimtensor import aoti
+    from slimtensor.aoti import _elf, _package, _runtime
+
+    with zipfile.ZipFile(f"{model_dir}/pointwise_native.pt2") as z:
+        md = json.loads(z.read([n for n in z.namelist() if n.endswith("wrapper_metadata.json")][0]))
+    try:
+        _package.check_metadata(_package.ModelFiles(so_path="", metadata=md), "cpu")
+    except RuntimeError as e:
+        pytest.skip(f"this CPU cannot run the native build: {e}")
+    inputs, expected = load_reference(model_dir, "pointwise_native")[0]
+    try:
+        m = aoti.load(f"{model_dir}/pointwise_native.pt2")
+    except RuntimeError as e:
+        if "libsleef" in str(e):
+            pytest.skip(str(e))
+        raise
+    with m:
+        np.testing.assert_allclose(m.run_numpy(*inputs)[0], expected[0], rtol=1e-5, atol=1e-5)
+        needed = {n for n in _elf.undefined_symbols(m._files.so_path) if n.startswith("Sleef_")}
+    if needed:
+        assert _runtime.sleef_path() is not None
+
+
+def test_libsleef_has_every_x86_name_torch_kernels_use():
+    import glob
+    import importlib.util
+    import os
+    import re
+
+    from slimtensor.aoti import _elf, _runtime
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None:
+        pytest.skip("needs torch's headers to list the Sleef_* names its kernels use")
+    vec = os.path.join(list(spec.submodule_search_locations)[0], "include", "ATen", "cpu", "vec")
+    names = set()
+    for sub in ("vec256", "vec512"):
+        for f in glob.glob(os.path.join(vec, sub, "*.h")):  # x86 only (vsx/zarch/sve/neon live in subfolders)
+            names |= set(re.findall(r"Sleef_\w+", open(f).read()))
+    path = next((p for p in _runtime._sleef_candidates() if os.path.exists(p)), None)
+    if path is None:
+        pytest.skip("libsleef3 is not installed (apt-get install libsleef3)")
+    assert len(names) > 50
+    assert sorted(names - _elf.defined_symbols(path)) == []
