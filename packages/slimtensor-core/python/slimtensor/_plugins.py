@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
-import traceback
 import warnings
-from dataclasses import dataclass
 
 __all__ = [
     "AUTOLOAD_ENV",
@@ -37,16 +35,30 @@ AUTOLOAD_ENV = "SLIMTENSOR_DEVICE_AUTOLOAD"
 _OFF_VALUES = frozenset({"0", "false", "no", "off"})
 
 
-@dataclass(frozen=True)
 class PluginRecord:
-    """What happened to one entry point of `slimtensor.devices`."""
+    """What happened to one entry point of `slimtensor.devices` (a plain class: importing dataclasses
+    would cost `import slimtensor` several milliseconds)."""
 
-    name: str  # the entry point's name: "hostdev"
-    value: str  # what it points to: "slimtensor_hostdev:register"
-    distribution: str  # "slimtensor-hostdev 0.1.0", or "" when unknown
-    loaded: bool  # True when its callable returned without raising
-    error: str = ""  # one line: "RuntimeError: ... pip install -U slimtensor-core" when it failed
-    traceback: str = ""  # the plugin's own traceback when it failed
+    __slots__ = ("name", "value", "distribution", "loaded", "error", "traceback")
+
+    def __init__(
+        self, name: str, value: str, distribution: str, loaded: bool, error: str = "", traceback: str = ""
+    ) -> None:
+        self.name = name  # the entry point's name: "hostdev"
+        self.value = value  # what it points to: "slimtensor_hostdev:register"
+        self.distribution = distribution  # "slimtensor-hostdev 0.1.0", or "" when unknown
+        self.loaded = loaded  # True when its callable returned without raising
+        self.error = error  # one line, "RuntimeError: ..." when it failed
+        self.traceback = traceback  # the plugin's own traceback when it failed
+
+    def __repr__(self) -> str:
+        return (
+            f"PluginRecord(name={self.name!r}, value={self.value!r}, distribution={self.distribution!r}, "
+            f"loaded={self.loaded!r}, error={self.error!r})"
+        )
+
+    def as_dict(self) -> dict[str, object]:
+        return {slot: getattr(self, slot) for slot in self.__slots__}
 
     def describe(self) -> str:
         """One line for `slimtensor info`."""
@@ -107,6 +119,8 @@ def _load_one(ep: object) -> PluginRecord:
             )
         register()
     except (Exception, SystemExit) as exc:
+        import traceback
+
         tb = "".join(traceback.format_exception(exc))
         error = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
         record = PluginRecord(name, value, distribution, False, error, tb)
