@@ -68,6 +68,10 @@ int hostdev_fail(const char* format, ...)
     ;
 /* The calling thread's last error message ("" when none). */
 const char* hostdev_last_error(void);
+/* Whether hostdev converts to and from this c10 dtype code (all but float8 and unknown codes). */
+int hostdev_convertible(int32_t code);
+/* Converts one element by slimtensor's CPU rules (Note [hostdev conversions] in hostdev_convert.c). */
+void hostdev_convert(int32_t dst_code, void* dst, int32_t src_code, const void* src);
 /* Strided, dtype-converting copy of host memory (hostdev_strided.c). 0 on success. */
 int hostdev_copy_strided(const st_core_table* core, const st_strided_copy_desc* desc);
 
