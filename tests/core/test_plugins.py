@@ -198,6 +198,37 @@ def test_dtype_conversion_on_hostdev():
     np.testing.assert_array_equal(i.cpu().numpy(), a.T.astype(np.int32))
 
 
+_CONVERT_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64",
+                   "float16", "bfloat16", "float32", "float64", "complex64", "complex128"]
+_SPECIAL = [0.0, -0.0, 1.0, -1.5, 2.5, 3.5, 300.0, -300.7, 65504.0, 65520.0, 1e-8, 6e-8, 1e-40, 3e38, 1e300,
+            -1e300, 2.0**53 + 1, 2.0**63, -(2.0**63), 2.0**64, float("inf"), float("-inf"), float("nan"), 0.1, 1 / 3]
+
+
+def _bits(t):
+    a = np.ascontiguousarray(t.cpu().numpy())
+    return a.view(np.uint8).tobytes()
+
+
+@pytest.mark.parametrize("src_dtype", ["float64", "float32", "int64", "bfloat16", "complex128"])
+@pytest.mark.parametrize("dst_dtype", _CONVERT_DTYPES)
+def test_conversions_on_hostdev_equal_the_cpu(src_dtype, dst_dtype):
+    # The plugin converts dtypes itself (copy_strided); its results must be bit-identical to the CPU's.
+    values = np.array(_SPECIAL * 2, dtype=np.float64).reshape(5, 10)
+    if src_dtype == "int64":
+        values = np.array([0, 1, -1, 127, 128, -129, 255, 256, 65535, 65536, 2**31 - 1, -(2**31), 2**31, 2**32 + 3,
+                           2**53 + 1, 2**62 + 2**40 + 1, -(2**63), 2**63 - 1, 7, -7] * 2 + [3] * 10,
+                          dtype=np.int64).reshape(5, 10)
+    src_cpu = st.from_numpy(values).to(dtype=getattr(st, src_dtype)).T  # (10, 5), not contiguous
+    src_dev = src_cpu.to("hostdev")
+    on_cpu = st.empty((10, 5), dtype=getattr(st, dst_dtype))
+    on_dev = st.empty((10, 5), dtype=getattr(st, dst_dtype), device="hostdev")
+    before = hostdev.counters(0)["strided_copies"]
+    on_cpu.copy_(src_cpu)
+    on_dev.copy_(src_dev)  # same device, different dtype: the plugin's copy_strided
+    assert hostdev.counters(0)["strided_copies"] == before + 1
+    assert _bits(on_dev) == _bits(on_cpu)
+
+
 def test_broadcast_copy_into_hostdev():
     row = np.arange(5, dtype=np.float32)
     t = st.empty((3, 5), dtype=st.float32, device="hostdev")
