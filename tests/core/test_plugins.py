@@ -48,7 +48,7 @@ def _counters():
     return [hostdev.counters(i) for i in INDICES]
 
 
-def _core_live(device="hostdev"):
+def _core_live(device="hostdev:0"):
     stats = st.memory_stats(device)
     return _field(stats, "live_bytes"), _field(stats, "live_storages")
 
@@ -130,18 +130,18 @@ def test_to_same_device_returns_self():
 def test_roundtrip_dtypes(dtype, np_dtype):
     rng = np.random.default_rng(0)
     a = (rng.standard_normal((5, 7)) * 100).astype(np_dtype)
-    t = st.from_numpy(a).to("hostdev")
+    t = st.from_numpy(a).to("hostdev:0")
     assert t.dtype == getattr(st, dtype)
     np.testing.assert_array_equal(t.cpu().numpy(), a)
 
 
 def test_fill_and_factories_on_hostdev():
     before = hostdev.counters(0)
-    np.testing.assert_array_equal(st.ones((2, 5), device="hostdev").cpu().numpy(), np.ones((2, 5), np.float32))
+    np.testing.assert_array_equal(st.ones((2, 5), device="hostdev:0").cpu().numpy(), np.ones((2, 5), np.float32))
     np.testing.assert_array_equal(
-        st.full((3, 2), 7, dtype=st.int64, device="hostdev").cpu().numpy(), np.full((3, 2), 7, np.int64)
+        st.full((3, 2), 7, dtype=st.int64, device="hostdev:0").cpu().numpy(), np.full((3, 2), 7, np.int64)
     )
-    t = st.empty((4, 4), dtype=st.float64, device="hostdev")
+    t = st.empty((4, 4), dtype=st.float64, device="hostdev:0")
     t.fill_(2.5)
     np.testing.assert_array_equal(t.cpu().numpy(), np.full((4, 4), 2.5))
     assert hostdev.counters(0)["allocations"] > before["allocations"]
@@ -153,14 +153,14 @@ def test_fill_and_factories_on_hostdev():
 def test_noncontiguous_cpu_to_hostdev():
     a = np.arange(24, dtype=np.float32).reshape(4, 6)
     src = st.from_numpy(a).T[1:, ::2]  # (5, 2) view with strides (1, 12)
-    dst = st.empty(src.shape, dtype=st.float32, device="hostdev")
+    dst = st.empty(src.shape, dtype=st.float32, device="hostdev:0")
     dst.copy_(src)
     np.testing.assert_array_equal(dst.cpu().numpy(), a.T[1:, ::2])
 
 
 def test_hostdev_view_to_cpu():
     a = np.arange(30, dtype=np.int32).reshape(5, 6)
-    t = st.from_numpy(a).to("hostdev")
+    t = st.from_numpy(a).to("hostdev:0")
     view = t.transpose(0, 1)[::2, 1:]
     assert t.data_ptr() <= view.data_ptr() < t.data_ptr() + t.nbytes  # a view on the device, not a copy
     np.testing.assert_array_equal(view.cpu().numpy(), a.T[::2, 1:])
@@ -169,7 +169,7 @@ def test_hostdev_view_to_cpu():
 
 def test_copy_into_a_hostdev_view():
     a = np.zeros((4, 5), np.float32)
-    t = st.from_numpy(a).to("hostdev")
+    t = st.from_numpy(a).to("hostdev:0")
     patch = np.arange(6, dtype=np.float32).reshape(2, 3) + 1
     t[1:3, ::2].copy_(st.from_numpy(patch))
     a[1:3, ::2] = patch
@@ -189,11 +189,11 @@ def test_copy_between_hostdev_devices():
 
 def test_dtype_conversion_on_hostdev():
     a = (np.arange(12, dtype=np.float64).reshape(3, 4) - 5) * 0.75
-    t = st.from_numpy(a).to("hostdev")
+    t = st.from_numpy(a).to("hostdev:0")
     f = t.to(dtype=st.float32)
     assert str(f.device) == "hostdev:0" and f.dtype == st.float32
     np.testing.assert_array_equal(f.cpu().numpy(), a.astype(np.float32))
-    i = st.empty((4, 3), dtype=st.int32, device="hostdev")
+    i = st.empty((4, 3), dtype=st.int32, device="hostdev:0")
     i.copy_(t.T)
     np.testing.assert_array_equal(i.cpu().numpy(), a.T.astype(np.int32))
 
@@ -219,9 +219,9 @@ def test_conversions_on_hostdev_equal_the_cpu(src_dtype, dst_dtype):
                            2**53 + 1, 2**62 + 2**40 + 1, -(2**63), 2**63 - 1, 7, -7] * 2 + [3] * 10,
                           dtype=np.int64).reshape(5, 10)
     src_cpu = st.from_numpy(values).to(dtype=getattr(st, src_dtype)).T  # (10, 5), not contiguous
-    src_dev = src_cpu.to("hostdev")
+    src_dev = src_cpu.to("hostdev:0")
     on_cpu = st.empty((10, 5), dtype=getattr(st, dst_dtype))
-    on_dev = st.empty((10, 5), dtype=getattr(st, dst_dtype), device="hostdev")
+    on_dev = st.empty((10, 5), dtype=getattr(st, dst_dtype), device="hostdev:0")
     before = hostdev.counters(0)["strided_copies"]
     on_cpu.copy_(src_cpu)
     on_dev.copy_(src_dev)  # same device, different dtype: the plugin's copy_strided
@@ -231,7 +231,7 @@ def test_conversions_on_hostdev_equal_the_cpu(src_dtype, dst_dtype):
 
 def test_broadcast_copy_into_hostdev():
     row = np.arange(5, dtype=np.float32)
-    t = st.empty((3, 5), dtype=st.float32, device="hostdev")
+    t = st.empty((3, 5), dtype=st.float32, device="hostdev:0")
     t.copy_(st.from_numpy(row))
     np.testing.assert_array_equal(t.cpu().numpy(), np.broadcast_to(row, (3, 5)))
 
@@ -242,7 +242,7 @@ def test_broadcast_copy_into_hostdev():
 def test_core_and_plugin_agree_on_live_bytes():
     gc.collect()
     core0, plugin0 = _core_live()[0], hostdev.counters(0)["live_bytes"]
-    t = st.empty((1000,), dtype=st.float32, device="hostdev")
+    t = st.empty((1000,), dtype=st.float32, device="hostdev:0")
     assert _core_live()[0] - core0 == 4000
     assert hostdev.counters(0)["live_bytes"] - plugin0 == 4000
     del t
@@ -256,7 +256,7 @@ def test_everything_allocated_is_freed_through_the_plugin():
     core0 = _core_live()
     plugin0 = _counters()
     a = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
-    t = st.from_numpy(a).to("hostdev")
+    t = st.from_numpy(a).to("hostdev:0")
     views = [t[1:], t.permute(2, 0, 1), t.transpose(0, 2)[::2], t.reshape(12, 5), t.flatten()[3:]]
     copies = [v.contiguous() for v in views] + [t.clone(), t.to("hostdev:1"), t.to("hostdev:1").T.contiguous()]
     for v in views + copies:
@@ -275,7 +275,7 @@ def test_everything_allocated_is_freed_through_the_plugin():
 
 
 def test_device_memory_is_not_readable_as_host_memory():
-    t = st.zeros((2, 3), device="hostdev")
+    t = st.zeros((2, 3), device="hostdev:0")
     with pytest.raises((TypeError, RuntimeError, BufferError), match=r"cpu\(\)"):
         t.numpy()
     with pytest.raises((TypeError, RuntimeError, BufferError)):
@@ -292,7 +292,7 @@ def test_allocation_beyond_the_device_capacity():
     core0 = _core_live()
     before = hostdev.counters(0)
     with pytest.raises((MemoryError, RuntimeError), match="hostdev"):
-        st.empty((1 << 31,), dtype=st.float32, device="hostdev")  # 8 GiB > hostdev's 1 GiB
+        st.empty((1 << 31,), dtype=st.float32, device="hostdev:0")  # 8 GiB > hostdev's 1 GiB
     assert hostdev.counters(0)["failed_allocations"] == before["failed_allocations"] + 1
     assert _core_live() == core0
     assert st.zeros((3,)).numpy().tolist() == [0.0, 0.0, 0.0]
@@ -307,7 +307,7 @@ def test_incompatible_plugin_is_refused_with_the_fix(variant):
         st.Device(f"hostdev_{variant}")
     # CPU and the real plugin keep working.
     np.testing.assert_array_equal(st.ones((2,)).numpy(), np.ones(2, np.float32))
-    np.testing.assert_array_equal(st.ones((2,), device="hostdev").cpu().numpy(), np.ones(2, np.float32))
+    np.testing.assert_array_equal(st.ones((2,), device="hostdev:0").cpu().numpy(), np.ones(2, np.float32))
 
 
 def test_failing_plugin_init_is_refused():
@@ -446,14 +446,14 @@ def test_autoload_off_disables_discovery():
         names = lambda: [d["name"] if isinstance(d, dict) else d.name for d in st.devices()]
         before = names()
         try:
-            st.empty((2,), device="hostdev")
+            st.empty((2,), device="hostdev:0")
             unknown_error = None
         except ValueError as e:
             unknown_error = str(e)
         imported = "slimtensor_hostdev" in sys.modules
         _plugins.load_plugins()  # explicit loading still works
         print(json.dumps({"before": before, "unknown_error": unknown_error, "imported": imported,
-                          "after": names(), "zeros": st.zeros((2,), device="hostdev").cpu().numpy().tolist()}))
+                          "after": names(), "zeros": st.zeros((2,), device="hostdev:0").cpu().numpy().tolist()}))
     """, SLIMTENSOR_DEVICE_AUTOLOAD="0")
     assert "hostdev" not in out["before"]
     assert out["unknown_error"] is not None and "hostdev" in out["unknown_error"]
@@ -469,7 +469,7 @@ def test_absent_device_is_unavailable_with_the_reason():
         entry = [d for d in st.devices() if (d["name"] if isinstance(d, dict) else d.name) == "hostdev"][0]
         get = (lambda k: entry[k]) if isinstance(entry, dict) else (lambda k: getattr(entry, k))
         try:
-            st.empty((2,), device="hostdev")
+            st.empty((2,), device="hostdev:0")
             error = None
         except RuntimeError as e:
             error = str(e)

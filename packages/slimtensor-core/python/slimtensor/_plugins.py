@@ -180,5 +180,21 @@ def autoload() -> None:
 
 
 def install_autoload_hook(core: object) -> None:
-    """Asks the core (`slimtensor._C`) to call `autoload()` when it first meets an unknown device name."""
+    """Asks the core (`slimtensor._C`) to call `autoload()` when it first meets an unknown device name.
+
+    The core keeps a reference to the hook in a C++ global; it is dropped again at interpreter exit, while
+    Python still runs, because a C++ static destroyed after finalisation must not release a Python object.
+    """
+    import atexit
+
     core._set_device_autoload_hook(autoload)  # type: ignore[attr-defined]
+    atexit.register(_drop_autoload_hook, core)
+
+
+def _drop_autoload_hook(core: object) -> None:
+    try:
+        core._set_device_autoload_hook(None)  # type: ignore[attr-defined]
+    except TypeError:
+        # A core whose binding does not accept None: park a statically allocated callable (the NoneType
+        # type object, never deallocated) so that the C++ static holds nothing that dies with Python.
+        core._set_device_autoload_hook(type(None))  # type: ignore[attr-defined]
