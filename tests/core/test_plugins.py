@@ -421,6 +421,22 @@ def test_plugin_that_raises_warns_with_its_traceback(tmp_path):
     assert out["records"]["missing"][0] is False
 
 
+def test_failing_plugin_on_the_unknown_name_path(tmp_path):
+    # The core's autoload hook (first unknown device name) must warn and carry on the same way.
+    _fake_distribution(tmp_path, {"broken": "fake_broken_plugin:register"},
+                       {"fake_broken_plugin": "def register():\n    raise OSError('no driver in the fake plugin')\n"})
+    out = _run("""
+        import json, warnings
+        import slimtensor as st
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            values = st.ones((2,), device="hostdev:1").cpu().numpy().tolist()
+        print(json.dumps({"values": values, "warnings": [str(w.message) for w in caught]}))
+    """, tmp_path)
+    assert out["values"] == [1.0, 1.0]
+    assert any("no driver in the fake plugin" in w and "Traceback" in w for w in out["warnings"]), out
+
+
 def test_incompatible_plugin_through_an_entry_point_warns(tmp_path):
     _fake_distribution(tmp_path, {"hostdev_bad": "slimtensor_hostdev:register_incompatible"}, {})
     out = _run(_REPORT, tmp_path)
