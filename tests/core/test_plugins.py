@@ -1,4 +1,4 @@
-"""Device plugins: the hostdev test plugin used through the public API, ABI refusals, discovery and autoload."""
+"""Device plugins: the hostdev test plugin through the public API, ABI refusals, discovery, autoload."""
 
 from __future__ import annotations
 
@@ -12,13 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import slimtensor as st
 from slimtensor import _plugins
 
 hostdev = pytest.importorskip(
     "slimtensor_hostdev",
-    reason="the test plugin slimtensor-hostdev is not installed (make build-test installs it into .venv-test)",
+    reason="the test plugin slimtensor-hostdev is not installed (make build-test puts it in .venv-test)",
 )
 
 INDICES = [0, 1]
@@ -125,8 +124,16 @@ def test_to_same_device_returns_self():
     assert t.to("hostdev:1") is t
 
 
-@pytest.mark.parametrize("dtype, np_dtype", [("float32", np.float32), ("float64", np.float64),
-                                             ("int64", np.int64), ("uint8", np.uint8), ("bool", np.bool_)])
+@pytest.mark.parametrize(
+    "dtype, np_dtype",
+    [
+        ("float32", np.float32),
+        ("float64", np.float64),
+        ("int64", np.int64),
+        ("uint8", np.uint8),
+        ("bool", np.bool_),
+    ],
+)
 def test_roundtrip_dtypes(dtype, np_dtype):
     rng = np.random.default_rng(0)
     a = (rng.standard_normal((5, 7)) * 100).astype(np_dtype)
@@ -137,7 +144,9 @@ def test_roundtrip_dtypes(dtype, np_dtype):
 
 def test_fill_and_factories_on_hostdev():
     before = hostdev.counters(0)
-    np.testing.assert_array_equal(st.ones((2, 5), device="hostdev:0").cpu().numpy(), np.ones((2, 5), np.float32))
+    np.testing.assert_array_equal(
+        st.ones((2, 5), device="hostdev:0").cpu().numpy(), np.ones((2, 5), np.float32)
+    )
     np.testing.assert_array_equal(
         st.full((3, 2), 7, dtype=st.int64, device="hostdev:0").cpu().numpy(), np.full((3, 2), 7, np.int64)
     )
@@ -198,10 +207,15 @@ def test_dtype_conversion_on_hostdev():
     np.testing.assert_array_equal(i.cpu().numpy(), a.T.astype(np.int32))
 
 
+# fmt: off
 _CONVERT_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64",
                    "float16", "bfloat16", "float32", "float64", "complex64", "complex128"]
 _SPECIAL = [0.0, -0.0, 1.0, -1.5, 2.5, 3.5, 300.0, -300.7, 65504.0, 65520.0, 1e-8, 6e-8, 1e-40, 3e38, 1e300,
-            -1e300, 2.0**53 + 1, 2.0**63, -(2.0**63), 2.0**64, float("inf"), float("-inf"), float("nan"), 0.1, 1 / 3]
+            -1e300, 2.0**53 + 1, 2.0**63, -(2.0**63), 2.0**64, float("inf"), float("-inf"), float("nan"), 0.1,
+            1 / 3]
+_SPECIAL_INT = [0, 1, -1, 127, 128, -129, 255, 256, 65535, 65536, 2**31 - 1, -(2**31), 2**31, 2**32 + 3,
+                2**53 + 1, 2**62 + 2**40 + 1, -(2**63), 2**63 - 1, 7, -7]
+# fmt: on
 
 
 def _bits(t):
@@ -215,9 +229,7 @@ def test_conversions_on_hostdev_equal_the_cpu(src_dtype, dst_dtype):
     # The plugin converts dtypes itself (copy_strided); its results must be bit-identical to the CPU's.
     values = np.array(_SPECIAL * 2, dtype=np.float64).reshape(5, 10)
     if src_dtype == "int64":
-        values = np.array([0, 1, -1, 127, 128, -129, 255, 256, 65535, 65536, 2**31 - 1, -(2**31), 2**31, 2**32 + 3,
-                           2**53 + 1, 2**62 + 2**40 + 1, -(2**63), 2**63 - 1, 7, -7] * 2 + [3] * 10,
-                          dtype=np.int64).reshape(5, 10)
+        values = np.array(_SPECIAL_INT * 2 + [3] * 10, dtype=np.int64).reshape(5, 10)
     src_cpu = st.from_numpy(values).to(dtype=getattr(st, src_dtype)).T  # (10, 5), not contiguous
     src_dev = src_cpu.to("hostdev:0")
     on_cpu = st.empty((10, 5), dtype=getattr(st, dst_dtype))
@@ -258,7 +270,11 @@ def test_everything_allocated_is_freed_through_the_plugin():
     a = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
     t = st.from_numpy(a).to("hostdev:0")
     views = [t[1:], t.permute(2, 0, 1), t.transpose(0, 2)[::2], t.reshape(12, 5), t.flatten()[3:]]
-    copies = [v.contiguous() for v in views] + [t.clone(), t.to("hostdev:1"), t.to("hostdev:1").T.contiguous()]
+    copies = [v.contiguous() for v in views] + [
+        t.clone(),
+        t.to("hostdev:1"),
+        t.to("hostdev:1").T.contiguous(),
+    ]
     for v in views + copies:
         v.cpu()
     moved = _counters()
@@ -266,7 +282,7 @@ def test_everything_allocated_is_freed_through_the_plugin():
     del t, views, copies, v
     gc.collect()
     assert _core_live() == core0
-    for before, after in zip(plugin0, _counters()):
+    for before, after in zip(plugin0, _counters(), strict=True):
         assert after["live_bytes"] == before["live_bytes"]
         assert after["live_allocations"] == before["live_allocations"], (before, after)
 
@@ -332,12 +348,18 @@ def test_capsule_of_the_wrong_kind_is_refused():
 
 def _run(code: str, tmp_path: Path | None = None, **env: str) -> dict:
     """Runs `code` in a fresh interpreter; it prints one JSON object on its last line."""
-    full_env = {k: v for k, v in os.environ.items() if k not in ("SLIMTENSOR_DEVICE_AUTOLOAD", hostdev.ABSENT_ENV)}
+    full_env = {
+        k: v for k, v in os.environ.items() if k not in ("SLIMTENSOR_DEVICE_AUTOLOAD", hostdev.ABSENT_ENV)
+    }
     full_env.update(env)
     if tmp_path is not None:
         full_env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), full_env.get("PYTHONPATH", "")])
     proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], env=full_env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -398,13 +420,15 @@ def test_plugin_that_raises_warns_with_its_traceback(tmp_path):
     _fake_distribution(
         tmp_path,
         {"broken": "fake_broken_plugin:register", "missing": "fake_no_such_module:register"},
-        {"fake_broken_plugin": """
+        {
+            "fake_broken_plugin": """
             def register():
                 _helper()
 
             def _helper():
                 raise ValueError("boom from the fake plugin")
-        """},
+        """
+        },
     )
     out = _run(_REPORT, tmp_path)
     assert out["imported_at_import"] is False
@@ -423,16 +447,22 @@ def test_plugin_that_raises_warns_with_its_traceback(tmp_path):
 
 def test_failing_plugin_on_the_unknown_name_path(tmp_path):
     # The core's autoload hook (first unknown device name) must warn and carry on the same way.
-    _fake_distribution(tmp_path, {"broken": "fake_broken_plugin:register"},
-                       {"fake_broken_plugin": "def register():\n    raise OSError('no driver in the fake plugin')\n"})
-    out = _run("""
+    _fake_distribution(
+        tmp_path,
+        {"broken": "fake_broken_plugin:register"},
+        {"fake_broken_plugin": "def register():\n    raise OSError('no driver in the fake plugin')\n"},
+    )
+    out = _run(
+        """
         import json, warnings
         import slimtensor as st
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             values = st.ones((2,), device="hostdev:1").cpu().numpy().tolist()
         print(json.dumps({"values": values, "warnings": [str(w.message) for w in caught]}))
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert out["values"] == [1.0, 1.0]
     assert any("no driver in the fake plugin" in w and "Traceback" in w for w in out["warnings"]), out
 
@@ -447,15 +477,17 @@ def test_incompatible_plugin_through_an_entry_point_warns(tmp_path):
 
 
 def test_entry_point_that_is_not_callable_warns(tmp_path):
-    _fake_distribution(tmp_path, {"notcallable": "fake_constant_plugin:VALUE"},
-                       {"fake_constant_plugin": "VALUE = 3\n"})
+    _fake_distribution(
+        tmp_path, {"notcallable": "fake_constant_plugin:VALUE"}, {"fake_constant_plugin": "VALUE = 3\n"}
+    )
     out = _run(_REPORT, tmp_path)
     assert out["cpu_ok"] is True
     assert any("'notcallable'" in w and "must name a callable" in w for w in out["warnings"]), out["warnings"]
 
 
 def test_autoload_off_disables_discovery():
-    out = _run("""
+    out = _run(
+        """
         import json, sys
         import slimtensor as st
         from slimtensor import _plugins
@@ -468,9 +500,12 @@ def test_autoload_off_disables_discovery():
             unknown_error = str(e)
         imported = "slimtensor_hostdev" in sys.modules
         _plugins.load_plugins()  # explicit loading still works
+        zeros = st.zeros((2,), device="hostdev:0").cpu().numpy().tolist()
         print(json.dumps({"before": before, "unknown_error": unknown_error, "imported": imported,
-                          "after": names(), "zeros": st.zeros((2,), device="hostdev:0").cpu().numpy().tolist()}))
-    """, SLIMTENSOR_DEVICE_AUTOLOAD="0")
+                          "after": names(), "zeros": zeros}))
+    """,
+        SLIMTENSOR_DEVICE_AUTOLOAD="0",
+    )
     assert "hostdev" not in out["before"]
     assert out["unknown_error"] is not None and "hostdev" in out["unknown_error"]
     assert out["imported"] is False
@@ -479,7 +514,8 @@ def test_autoload_off_disables_discovery():
 
 
 def test_absent_device_is_unavailable_with_the_reason():
-    out = _run("""
+    out = _run(
+        """
         import json
         import slimtensor as st
         entry = [d for d in st.devices() if (d["name"] if isinstance(d, dict) else d.name) == "hostdev"][0]
@@ -491,7 +527,9 @@ def test_absent_device_is_unavailable_with_the_reason():
             error = str(e)
         print(json.dumps({"available": get("available"), "reason": get("reason"), "error": error,
                           "cpu": st.ones((1,)).numpy().tolist()}))
-    """, **{hostdev.ABSENT_ENV: "1"})
+    """,
+        **{hostdev.ABSENT_ENV: "1"},
+    )
     assert out["available"] is False
     assert "no hostdev hardware" in out["reason"]
     assert out["error"] is not None and "no hostdev hardware" in out["error"]

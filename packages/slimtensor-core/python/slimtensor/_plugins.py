@@ -1,4 +1,4 @@
-"""slimtensor._plugins: lazy discovery of device plugins through the entry-point group `slimtensor.devices`."""
+"""slimtensor._plugins: lazy discovery of device plugins through the entry points `slimtensor.devices`."""
 
 # Note [Plugin discovery]
 # - Nothing happens at `import slimtensor`: this module imports nothing expensive at module level.

@@ -1,4 +1,4 @@
-"""slimtensor_hostdev: a test device plugin for slimtensor; `register` is its `slimtensor.devices` entry point."""
+"""slimtensor_hostdev: a test device plugin; `register` is its `slimtensor.devices` entry point."""
 
 from __future__ import annotations
 
@@ -41,7 +41,8 @@ def register_incompatible(variant: str = "bad_major") -> None:
     """Hands slimtensor a deliberately broken plugin; slimtensor must raise RuntimeError, never crash."""
     if variant not in INCOMPATIBLE_VARIANTS:
         raise ValueError(
-            f"register_incompatible(): unknown variant {variant!r}; expected one of {sorted(INCOMPATIBLE_VARIANTS)}"
+            f"register_incompatible(): unknown variant {variant!r}; "
+            f"expected one of {sorted(INCOMPATIBLE_VARIANTS)}"
         )
     from slimtensor import _C
 
