@@ -346,7 +346,7 @@ def test_capsule_of_the_wrong_kind_is_refused():
 # --- discovery, in fresh interpreters ----------------------------------------------------------------
 
 
-def _run(code: str, tmp_path: Path | None = None, **env: str) -> dict:
+def _run(code: str, tmp_path: Path | None = None, timeout: float = 120, **env: str) -> dict:
     """Runs `code` in a fresh interpreter; it prints one JSON object on its last line."""
     full_env = {
         k: v for k, v in os.environ.items() if k not in ("SLIMTENSOR_DEVICE_AUTOLOAD", hostdev.ABSENT_ENV)
@@ -354,13 +354,16 @@ def _run(code: str, tmp_path: Path | None = None, **env: str) -> dict:
     full_env.update(env)
     if tmp_path is not None:
         full_env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), full_env.get("PYTHONPATH", "")])
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            env=full_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the subprocess hung for {timeout} s (a deadlock?):\n{exc.stdout}\n{exc.stderr}")
     assert proc.returncode == 0, f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -465,6 +468,40 @@ def test_failing_plugin_on_the_unknown_name_path(tmp_path):
     )
     assert out["values"] == [1.0, 1.0]
     assert any("no driver in the fake plugin" in w and "Traceback" in w for w in out["warnings"]), out
+
+
+def test_plugin_that_looks_up_devices_while_registering(tmp_path):
+    # Re-entrancy: autoload started by an unknown device name runs a plugin that itself looks up an
+    # unknown name and lists the devices. That must neither recurse nor deadlock.
+    _fake_distribution(
+        tmp_path,
+        {"curious": "fake_curious_plugin:register"},
+        {
+            "fake_curious_plugin": """
+            def register():
+                import slimtensor as st
+                try:
+                    st.Device("fake_device_nobody_registers")
+                except ValueError:
+                    pass
+                st.devices()
+            """
+        },
+    )
+    out = _run(
+        """
+        import json
+        import slimtensor as st
+        from slimtensor import _plugins
+        values = st.zeros((2,), device="hostdev:0").cpu().numpy().tolist()
+        records = {r.name: r.loaded for r in _plugins.plugin_records()}
+        print(json.dumps({"values": values, "records": records}))
+    """,
+        tmp_path,
+        timeout=30,
+    )
+    assert out["values"] == [0.0, 0.0]
+    assert out["records"] == {"curious": True, "hostdev": True}
 
 
 def test_incompatible_plugin_through_an_entry_point_warns(tmp_path):
