@@ -287,6 +287,29 @@ def test_everything_allocated_is_freed_through_the_plugin():
         assert after["live_allocations"] == before["live_allocations"], (before, after)
 
 
+def test_threads_allocate_and_free_through_the_plugin():
+    from concurrent.futures import ThreadPoolExecutor
+
+    gc.collect()
+    core0, plugin0 = _core_live(), _counters()
+    a = np.arange(4096, dtype=np.float32).reshape(64, 64)
+
+    def work(i: int) -> bool:
+        ok = True
+        for _ in range(50):
+            t = st.from_numpy(a).to(f"hostdev:{i % 2}")
+            ok &= bool(np.array_equal(t.T.contiguous().cpu().numpy(), a.T))
+        return ok
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(8)))
+    gc.collect()
+    assert _core_live() == core0
+    for before, after in zip(plugin0, _counters(), strict=True):
+        assert after["live_bytes"] == before["live_bytes"]
+        assert after["allocations"] - before["allocations"] == after["frees"] - before["frees"] > 0
+
+
 # --- bad input never crashes -------------------------------------------------------------------------
 
 
