@@ -24,7 +24,11 @@ from ._dtypes import *  # noqa: F403  (float32, bfloat16, ...: one object per dt
 from ._dtypes import dtypes
 from ._interop import arange, asarray, from_numpy
 from ._devices import devices, memory_stats, set_num_threads
-from . import _tensor_methods  # noqa: F401  (repr, numpy(), tolist(), to(), pickling)
+import os as _os
+
+# The typing-stub generator must see the compiled module alone (stubgen_patterns.txt adds these methods).
+if _os.environ.get("SLIMTENSOR_STUBGEN") != "1":
+    from . import _tensor_methods  # noqa: F401  (repr, numpy(), tolist(), to(), pickling)
 
 __version__ = "0.1.0"
 

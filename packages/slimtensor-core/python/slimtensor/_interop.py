@@ -10,7 +10,7 @@ import numpy as np
 from . import _C
 from ._dtypes import from_numpy_dtype
 
-_BUFFER_SAFE = {"b", "i", "u", "f", "c"}
+_BUFFER_KINDS = frozenset("biufc")  # numpy kinds whose buffer format names the element type
 
 
 def from_numpy(array: np.ndarray) -> _C.Tensor:
@@ -21,10 +21,10 @@ def from_numpy(array: np.ndarray) -> _C.Tensor:
     """
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy(): expected a numpy.ndarray but got {type(array).__name__}")
-    dt = from_numpy_dtype(array.dtype)
-    if array.dtype.kind in _BUFFER_SAFE or array.dtype.kind == "b":
-        return _C._from_buffer(array)
+    if array.dtype.kind in _BUFFER_KINDS:
+        return _C._from_buffer(array)  # the buffer format names the dtype
     # ml_dtypes types (bfloat16, float8) have no buffer format: view the bytes as unsigned ints.
+    dt = from_numpy_dtype(array.dtype)
     raw = array.view(np.dtype(f"u{array.dtype.itemsize}"))
     return _C._from_buffer(raw, dt)
 
