@@ -417,7 +417,7 @@ _REPORT = """
         "imported_at_import": imported_at_import,
         "devices": names,
         "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
-        "records": {r.name: [r.loaded, r.error] for r in _plugins.plugin_records()},
+        "records": {r.name: [r.loaded, r.reason] for r in _plugins.plugin_records()},
         "cpu_ok": cpu_ok,
     }))
 """
@@ -594,3 +594,23 @@ def test_absent_device_is_unavailable_with_the_reason():
     assert "no hostdev hardware" in out["reason"]
     assert out["error"] is not None and "no hostdev hardware" in out["error"]
     assert out["cpu"] == [1.0]
+
+
+def test_info_lists_plugins_and_their_failures(tmp_path):
+    _fake_distribution(
+        tmp_path,
+        {"broken": "fake_broken_plugin:register"},
+        {"fake_broken_plugin": "def register():\n    raise ValueError('boom for info')\n"},
+    )
+    env = {k: v for k, v in os.environ.items() if k != "SLIMTENSOR_DEVICE_AUTOLOAD"}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
+    proc = subprocess.run(
+        [sys.executable, "-W", "ignore", "-m", "slimtensor", "info"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "hostdev" in proc.stdout and "slimtensor_hostdev 0.1.0" in proc.stdout
+    assert "broken" in proc.stdout and "ValueError: boom for info" in proc.stdout
