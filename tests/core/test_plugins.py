@@ -319,6 +319,8 @@ def test_device_memory_is_not_readable_as_host_memory():
         t.numpy()
     with pytest.raises((TypeError, RuntimeError, BufferError)):
         memoryview(t)
+    with pytest.raises(BufferError, match="DLPack"):  # hostdev declares no DLPack device type
+        t.__dlpack__()
 
 
 def test_index_out_of_range_is_an_error():
