@@ -30,6 +30,15 @@ def _hostdev_registered():
     _plugins.load_plugins()
     record = [r for r in _plugins.plugin_records() if r.name == "hostdev"]
     assert record and record[0].loaded, f"hostdev did not load: {record}"
+    gc.collect()
+    core_before, plugin_before = _core_live(), _counters()
+    yield
+    # The hostdev counterpart of conftest's CPU leak check: the core's statistics for the device and the
+    # plugin's own counters are back where the module found them.
+    gc.collect()
+    assert _core_live() == core_before, "hostdev storages outlived the test module"
+    live = [(c["live_allocations"], c["live_bytes"]) for c in _counters()]
+    assert live == [(c["live_allocations"], c["live_bytes"]) for c in plugin_before], "hostdev memory leaked"
 
 
 def _field(entry, key):
