@@ -253,6 +253,36 @@ def test_conversions_on_hostdev_equal_the_cpu(src_dtype, dst_dtype):
     assert _bits(on_dev) == _bits(on_cpu)
 
 
+def test_tensor_operations_on_hostdev_match_numpy():
+    a = np.arange(120, dtype=np.float32).reshape(2, 3, 4, 5)
+    t = st.from_numpy(a).to("hostdev:1")
+    np.testing.assert_array_equal(
+        t.permute(3, 1, 0, 2).reshape(60, 2).cpu().numpy(), a.transpose(3, 1, 0, 2).reshape(60, 2)
+    )
+    cl = t.contiguous(memory_format=st.channels_last)
+    assert str(cl.device) == "hostdev:1" and cl.is_contiguous(memory_format=st.channels_last)
+    np.testing.assert_array_equal(cl.cpu().numpy(), a)
+    np.testing.assert_array_equal(t[1, ::2, 1:].clone().cpu().numpy(), a[1, ::2, 1:])
+    assert t[1, 2, 3, 4].item() == a[1, 2, 3, 4]
+    t[0, :, 1] = 5.0
+    b = a.copy()
+    b[0, :, 1] = 5.0
+    np.testing.assert_array_equal(t.cpu().numpy(), b)
+    row = st.from_numpy(np.arange(5, dtype=np.float32)).to("hostdev:1")
+    np.testing.assert_array_equal(
+        row.expand(3, 5).contiguous().cpu().numpy(), np.broadcast_to(np.arange(5), (3, 5))
+    )
+
+
+def test_pickle_keeps_the_device():
+    import pickle
+
+    t = st.from_numpy(np.arange(6, dtype=np.int16).reshape(2, 3)).to("hostdev:1")
+    back = pickle.loads(pickle.dumps(t))
+    assert str(back.device) == "hostdev:1" and back.dtype == st.int16
+    np.testing.assert_array_equal(back.cpu().numpy(), np.arange(6, dtype=np.int16).reshape(2, 3))
+
+
 def test_broadcast_copy_into_hostdev():
     row = np.arange(5, dtype=np.float32)
     t = st.empty((3, 5), dtype=st.float32, device="hostdev:0")
