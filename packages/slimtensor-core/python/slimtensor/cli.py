@@ -31,8 +31,10 @@ def _info() -> int:
         lines.append(f"  {d.name:<10} code {d.code:<3} {state}  [{d.source}{version}]")
     from . import _plugins
 
-    for failure in _plugins.failures():
-        lines.append(f"  (plugin {failure.name!r} failed to load: {failure.reason})")
+    records = _plugins.plugin_records()
+    if records:
+        lines.append("plugins (entry points 'slimtensor.devices'):")
+        lines.extend(f"  {record.describe()}" for record in records)
     lines.append("memory:")
     for name, stats in st.memory_stats().items():
         body = ", ".join(f"{k}={v}" for k, v in stats.items())
