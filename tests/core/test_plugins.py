@@ -79,6 +79,11 @@ def test_plugin_record_names_the_distribution():
     assert "loaded" in record.describe()
 
 
+def test_load_plugins_is_public():
+    assert st.load_plugins is _plugins.load_plugins  # docs/plugins.md tells users to call st.load_plugins()
+    assert any(r.name == "hostdev" and r.loaded for r in st.load_plugins())
+
+
 def test_registering_twice_is_refused_cleanly():
     from slimtensor import _C
 
