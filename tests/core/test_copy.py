@@ -13,7 +13,11 @@ import slimtensor as st
 
 from ._util import CONVERTIBLE, NUMPY_DTYPES, layout, raises_named, st_strided, to_np
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # torch: complex -> real, ComplexHalf
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::UserWarning"),  # torch: complex -> real, ComplexHalf is experimental
+    pytest.mark.filterwarnings("ignore::RuntimeWarning"),  # numpy: NaN/overflow in reference casts
+    pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning"),
+]
 
 
 def _f32_bits(*words):
