@@ -20,7 +20,13 @@ std::string shape_string(IntList shape) {
 }  // namespace
 
 std::vector<int64_t> infer_shape(IntList shape, int64_t numel, const char* function) {
-  std::vector<int64_t> out(shape.data, shape.data + shape.size);
+  std::vector<int64_t> out(static_cast<size_t>(shape.size));
+  infer_shape_into(shape, numel, function, out.data());
+  return out;
+}
+
+void infer_shape_into(IntList shape, int64_t numel, const char* function, int64_t* out) {
+  std::copy(shape.data, shape.data + shape.size, out);
   int64_t infer_at = -1, product = 1;
   bool overflow = false;
   for (int64_t i = 0; i < shape.size; ++i) {
@@ -41,27 +47,33 @@ std::vector<int64_t> infer_shape(IntList shape, int64_t numel, const char* funct
     ST_CHECK(numel % product == 0, Runtime, function, ": shape ", shape_string(shape), " is invalid for input of size ",
              numel);
     out[infer_at] = numel / product;
-    return out;
+    return;
   }
   ST_CHECK(product == numel, Runtime, function, ": shape ", shape_string(shape), " is invalid for input of size ",
            numel);
-  return out;
 }
 
 std::optional<std::vector<int64_t>> view_strides(IntList sizes, IntList strides, IntList shape) {
+  std::vector<int64_t> out(static_cast<size_t>(shape.size));
+  if (!view_strides_into(sizes, strides, shape, out.data())) return std::nullopt;
+  return out;
+}
+
+bool view_strides_into(IntList sizes, IntList strides, IntList shape, int64_t* out) {
   const int64_t old_n = sizes.size, new_n = shape.size;
-  std::vector<int64_t> out(static_cast<size_t>(new_n), 1);
-  if (old_n == 0) return out;
+  std::fill(out, out + new_n, 1);
+  if (old_n == 0) return true;
   int64_t numel = 1;
   for (int64_t d = 0; d < old_n; ++d) numel *= sizes[d];
   if (numel == 0) {
     if (old_n == new_n && std::equal(sizes.data, sizes.data + old_n, shape.data)) {
-      return std::vector<int64_t>(strides.data, strides.data + old_n);
+      std::copy(strides.data, strides.data + old_n, out);
+      return true;
     }
     for (int64_t d = new_n - 1; d >= 0; --d) {
       out[d] = d == new_n - 1 ? 1 : std::max<int64_t>(shape[d + 1], 1) * out[d + 1];
     }
-    return out;
+    return true;
   }
   // Walk the old dims from the innermost, in chunks that are contiguous among themselves; each chunk must
   // be covered exactly by a run of new dims, which then get strides inside the chunk.
@@ -76,7 +88,7 @@ std::optional<std::vector<int64_t>> view_strides(IntList sizes, IntList strides,
         view_numel *= shape[view_d];
         --view_d;
       }
-      if (view_numel != tensor_numel) return std::nullopt;
+      if (view_numel != tensor_numel) return false;
       if (d > 0) {
         chunk_base_stride = strides[d - 1];
         tensor_numel = 1;
@@ -84,8 +96,7 @@ std::optional<std::vector<int64_t>> view_strides(IntList sizes, IntList strides,
       }
     }
   }
-  if (view_d != -1) return std::nullopt;
-  return out;
+  return view_d == -1;
 }
 
 }  // namespace slimtensor

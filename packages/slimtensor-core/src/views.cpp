@@ -119,7 +119,7 @@ Tensor slice(const Tensor& self, int64_t dim, std::optional<int64_t> start_opt, 
   ST_CHECK(!__builtin_mul_overflow(self.strides()[d], step, &new_stride), Value,
            "slice(): stride * step overflows int64");
   out.strides()[d] = new_stride;
-  return remake(self, std::move(out), self.storage_offset() + (length > 0 ? start * self.strides()[d] : 0), "slice");
+  return remake(self, std::move(out), self.storage_offset() + start * self.strides()[d], "slice");
 }
 
 Tensor unsqueeze(const Tensor& self, int64_t dim) {
@@ -202,22 +202,29 @@ Tensor expand(const Tensor& self, IntList sizes) {
 }
 
 Tensor view(const Tensor& self, IntList shape) {
-  const std::vector<int64_t> resolved = infer_shape(shape, self.numel(), "view()");
-  const auto strides = view_strides(IntList(self.sizes(), self.ndim()), IntList(self.strides(), self.ndim()), resolved);
-  ST_CHECK(strides.has_value(), Runtime, "view(): view size is not compatible with input tensor's size and stride "
-           "(at least one dimension spans across two contiguous subspaces); use .reshape(...), which copies "
-           "when it must");
-  return Tensor::make(self.storage(), resolved, *strides, self.storage_offset(), self.dtype(), "view");
+  ST_CHECK(shape.size <= 64, Value, "view(): at most 64 dims are supported but got ", shape.size);
+  int64_t resolved[64], strides[64];
+  infer_shape_into(shape, self.numel(), "view()", resolved);
+  const IntList new_shape(resolved, shape.size);
+  ST_CHECK(view_strides_into(IntList(self.sizes(), self.ndim()), IntList(self.strides(), self.ndim()), new_shape, strides),
+           Runtime, "view(): view size is not compatible with input tensor's size and stride (at least one dimension "
+           "spans across two contiguous subspaces); use .reshape(...), which copies when it must");
+  return Tensor::make(self.storage(), new_shape, IntList(strides, shape.size), self.storage_offset(), self.dtype(),
+                      "view");
 }
 
 Tensor reshape(const Tensor& self, IntList shape) {
-  const std::vector<int64_t> resolved = infer_shape(shape, self.numel(), "reshape()");
-  const auto strides = view_strides(IntList(self.sizes(), self.ndim()), IntList(self.strides(), self.ndim()), resolved);
-  if (strides) return Tensor::make(self.storage(), resolved, *strides, self.storage_offset(), self.dtype(), "reshape");
+  ST_CHECK(shape.size <= 64, Value, "reshape(): at most 64 dims are supported but got ", shape.size);
+  int64_t resolved[64], strides[64];
+  infer_shape_into(shape, self.numel(), "reshape()", resolved);
+  const IntList new_shape(resolved, shape.size);
+  if (view_strides_into(IntList(self.sizes(), self.ndim()), IntList(self.strides(), self.ndim()), new_shape, strides)) {
+    return Tensor::make(self.storage(), new_shape, IntList(strides, shape.size), self.storage_offset(), self.dtype(),
+                        "reshape");
+  }
   Tensor dense = clone(self, MemoryFormat::Contiguous);
-  std::vector<int64_t> dense_strides(resolved.size());
-  contiguous_strides(resolved.data(), static_cast<int>(resolved.size()), dense_strides.data());
-  return Tensor::make(dense.storage(), resolved, dense_strides, 0, self.dtype(), "reshape");
+  contiguous_strides(resolved, static_cast<int>(shape.size), strides);
+  return Tensor::make(dense.storage(), new_shape, IntList(strides, shape.size), 0, self.dtype(), "reshape");
 }
 
 Tensor flatten(const Tensor& self, int64_t start_dim, int64_t end_dim) {

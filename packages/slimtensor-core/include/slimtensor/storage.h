@@ -55,7 +55,7 @@ class SLIMTENSOR_API StorageImpl {
   Device device_;
   bool owning_ = false;
   bool read_only_ = false;
-  bool inline_block_ = false;  // CPU storage allocated in one block with its header
+  void* inline_block_ = nullptr;  // the malloc block holding header and data of a small CPU storage
   uint64_t id_ = 0;
   BorrowDeleter deleter_ = nullptr;
   void* context_ = nullptr;

@@ -10,7 +10,7 @@ import numpy as np
 from . import _C
 from ._dtypes import from_numpy_dtype
 
-_BUFFER_SAFE = {"b", "i", "u", "f", "c"}
+_BUFFER_KINDS = frozenset("biufc")  # numpy kinds whose buffer format names the element type
 
 
 def from_numpy(array: np.ndarray) -> _C.Tensor:
@@ -21,10 +21,10 @@ def from_numpy(array: np.ndarray) -> _C.Tensor:
     """
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy(): expected a numpy.ndarray but got {type(array).__name__}")
-    dt = from_numpy_dtype(array.dtype)
-    if array.dtype.kind in _BUFFER_SAFE or array.dtype.kind == "b":
-        return _C._from_buffer(array)
+    if array.dtype.kind in _BUFFER_KINDS:
+        return _C._from_buffer(array)  # the buffer format names the dtype
     # ml_dtypes types (bfloat16, float8) have no buffer format: view the bytes as unsigned ints.
+    dt = from_numpy_dtype(array.dtype)
     raw = array.view(np.dtype(f"u{array.dtype.itemsize}"))
     return _C._from_buffer(raw, dt)
 
@@ -54,7 +54,7 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
         except ValueError:
             if copy is False:
                 raise
-            t = from_numpy(np.ascontiguousarray(obj))
+            t = from_numpy(np.require(obj, requirements="C"))
     elif hasattr(obj, "__dlpack__"):
         t = _C.from_dlpack(obj)
     else:
@@ -63,7 +63,8 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
         arr = _python_default(obj, np.asarray(obj))
         if arr.dtype == object:
             raise TypeError(f"asarray(): cannot convert an object of type {type(obj).__name__} to a tensor")
-        t = from_numpy(np.ascontiguousarray(arr))
+        # np.require keeps 0-d arrays 0-d (np.ascontiguousarray would make them 1-d).
+        t = from_numpy(np.require(arr, requirements="C"))
         copy = builtins.bool(copy)
     if dtype is not None or device is not None:
         t = t._to(device, dtype, builtins.bool(copy))

@@ -244,21 +244,22 @@ Tensor from_capsule(PyObject* capsule) {
 
 Tensor from_dlpack(nb::handle obj) {
   if (PyCapsule_CheckExact(obj.ptr())) return from_capsule(obj.ptr());
-  nb::object method = nb::getattr(obj, "__dlpack__", nb::none());
-  if (method.is_none()) {
-    throw nb::type_error(("from_dlpack(): expected an object with __dlpack__ or a DLPack capsule but got " +
-                          nb::cast<std::string>(nb::str(obj.type().attr("__name__")))).c_str());
-  }
   // Deliberately never freed: static nb::objects would be destroyed after the interpreter.
+  static PyObject* method_name = PyUnicode_InternFromString("__dlpack__");
   static PyObject* kwnames = Py_BuildValue("(s)", "max_version");
   static PyObject* version = Py_BuildValue("(ii)", 1, 1);
-  PyObject* args[2] = {nullptr, version};
-  PyObject* capsule = PyObject_Vectorcall(method.ptr(), args + 1, 0 | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+  PyObject* args[2] = {obj.ptr(), version};
+  PyObject* capsule = PyObject_VectorcallMethod(method_name, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
   if (!capsule) {
+    if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+      PyErr_Clear();
+      throw nb::type_error(("from_dlpack(): expected an object with __dlpack__ or a DLPack capsule but got " +
+                            nb::cast<std::string>(nb::str(obj.type().attr("__name__")))).c_str());
+    }
     // Producers older than the 2023 array API reject max_version with TypeError: ask for a legacy capsule.
     if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw nb::python_error();
     PyErr_Clear();
-    capsule = PyObject_CallNoArgs(method.ptr());
+    capsule = PyObject_CallMethodNoArgs(obj.ptr(), method_name);
     if (!capsule) throw nb::python_error();
   }
   nb::object owned = nb::steal(capsule);

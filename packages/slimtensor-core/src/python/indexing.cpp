@@ -1,10 +1,10 @@
 // indexing.cpp: t[...] and t[...] = value with basic indexing (ints, slices, None, Ellipsis): views only.
+#include <algorithm>
 #include <string>
 
 #include "common.h"
 #include "slimtensor/copy.h"
 #include "slimtensor/error.h"
-#include "slimtensor/views.h"
 
 namespace slimtensor::python {
 namespace {
@@ -46,14 +46,26 @@ Tensor index(const Tensor& self, nb::handle key) {
   }
   ST_CHECK(consumed <= self.ndim(), Index, "__getitem__(): too many indices for tensor of dimension ", self.ndim(),
            " (got ", consumed, ")");
-  Tensor result = self;
+  // Apply every item to one set of dims and an offset, then make a single view (Note [Hot paths]).
+  int64_t sizes[64], strides[64];
+  int n = self.ndim();
+  std::copy(self.sizes(), self.sizes() + n, sizes);
+  std::copy(self.strides(), self.strides() + n, strides);
+  int64_t offset = self.storage_offset();
   int64_t dim = 0;
   for (Py_ssize_t i = 0; i < count; ++i) {
     PyObject* item = items[i];
     if (item == Py_Ellipsis) {
       dim += self.ndim() - consumed;
     } else if (item == Py_None) {
-      result = unsqueeze(result, dim);
+      ST_CHECK(n < 64, Index, "__getitem__(): at most 64 dims are supported");
+      // PyTorch's unsqueeze stride: size * stride of the dim that follows, 1 at the end.
+      const int64_t stride = dim < n ? sizes[dim] * strides[dim] : 1;
+      std::copy_backward(sizes + dim, sizes + n, sizes + n + 1);
+      std::copy_backward(strides + dim, strides + n, strides + n + 1);
+      sizes[dim] = 1;
+      strides[dim] = stride;
+      ++n;
       ++dim;
     } else if (PySlice_Check(item)) {
       Py_ssize_t start, stop, step;
@@ -61,19 +73,26 @@ Tensor index(const Tensor& self, nb::handle key) {
       ST_CHECK(step > 0, Value, "__getitem__(): slice step must be positive but got ", static_cast<int64_t>(step),
                "; negative steps would need negative strides, which slimtensor rejects (make a copy with "
                "st.asarray(t.numpy()[::-1]) instead)");
-      PyObject* s = item;
-      const bool has_start = reinterpret_cast<PySliceObject*>(s)->start != Py_None;
-      const bool has_stop = reinterpret_cast<PySliceObject*>(s)->stop != Py_None;
-      result = slice(result, dim, has_start ? std::optional<int64_t>(start) : std::nullopt,
-                     has_stop ? std::optional<int64_t>(stop) : std::nullopt, step);
+      // PySlice_AdjustIndices clamps to the dim exactly as Python sequences do.
+      const Py_ssize_t length = PySlice_AdjustIndices(static_cast<Py_ssize_t>(sizes[dim]), &start, &stop, step);
+      offset += start * strides[dim];  // as PyTorch, also for an empty result
+      sizes[dim] = length;
+      ST_CHECK(!__builtin_mul_overflow(strides[dim], step, &strides[dim]), Value,
+               "__getitem__(): stride * step overflows int64");
       ++dim;
     } else {
       const long long v = PyLong_AsLongLong(item);
       if (v == -1 && PyErr_Occurred()) throw nb::python_error();
-      result = select(result, dim, v);
+      const int64_t size = sizes[dim];
+      ST_CHECK(v >= -size && v < size, Index, "__getitem__(): index ", v, " is out of bounds for dimension ", dim,
+               " with size ", size);
+      offset += (v < 0 ? v + size : v) * strides[dim];
+      std::copy(sizes + dim + 1, sizes + n, sizes + dim);
+      std::copy(strides + dim + 1, strides + n, strides + dim);
+      --n;
     }
   }
-  return result;
+  return Tensor::make(self.storage(), IntList(sizes, n), IntList(strides, n), offset, self.dtype(), "index");
 }
 
 }  // namespace
