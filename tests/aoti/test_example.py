@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT, load_reference
+from ._helpers import ROOT, load_reference
 
 EXAMPLES = os.path.join(ROOT, "packages", "slimtensor-core", "examples")
 

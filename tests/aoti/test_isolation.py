@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from conftest import needs_torch
+from ._helpers import needs_torch
 
 RUN_SLIM = """
 import numpy as np

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import MODEL_NAMES, load_reference, tolerance
+from ._helpers import MODEL_NAMES, load_reference, tolerance
 
 
 def _compare(got, expected, name, i):
@@ -307,3 +307,28 @@ def test_libsleef_has_every_x86_name_torch_kernels_use():
         pytest.skip("libsleef3 is not installed (apt-get install libsleef3)")
     assert len(names) > 50
     assert sorted(names - _elf.defined_symbols(path)) == []
+
+
+def test_concurrent_runs(model_dir):
+    """num_models=2: runs from two threads overlap; results stay right and every handle is released."""
+    import threading
+
+    from slimtensor import aoti
+
+    inputs, expected = load_reference(model_dir, "mlp")[0]
+    before = aoti.live_handles()
+    errors = []
+    with aoti.load(f"{model_dir}/mlp.pt2", num_models=2) as m:
+        def work():
+            try:
+                for _ in range(50):
+                    np.testing.assert_allclose(m.run_numpy(*inputs)[0], expected[0], rtol=2e-5, atol=2e-5)
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+        threads = [threading.Thread(target=work) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors, errors[0]
+    assert aoti.live_handles() == before

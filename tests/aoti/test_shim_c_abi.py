@@ -498,3 +498,35 @@ def test_memory_stats_count_handles(L):
     for h in hs:
         ok(L.aoti_torch_delete_tensor_object(h))
     assert _lib.live_handles() == before
+
+
+def test_empty_strided_on_a_plugin_device(L):
+    """Device-generic: a handle on a plugin device allocates through the plugin (the test plugin hostdev)."""
+    import slimtensor as st
+
+    try:
+        import slimtensor_hostdev  # noqa: F401
+    except ImportError:
+        pytest.skip("the test plugin slimtensor-hostdev is not installed (make build-test installs it)")
+    devs = {d.name if hasattr(d, "name") else d["name"]: d for d in st.devices()}
+    if "hostdev" not in devs or not st.Device("hostdev:0"):
+        pytest.skip("hostdev is not registered")
+    code = st.Device("hostdev:0").type_code if hasattr(st.Device("hostdev:0"), "type_code") else 20
+    before = st.memory_stats("hostdev")
+    h = H()
+    ok(L.aoti_torch_empty_strided(2, arr(2, 3), None, F32, code, 1, byref(h)))
+    m = meta(L, h)
+    idx = c_int32()
+    ok(L.aoti_torch_get_device_index(h, byref(idx)))
+    assert m["device"] == code and idx.value == 1
+    assert st.memory_stats("hostdev")["live_aoti_handles"] == before["live_aoti_handles"] + 1
+    c = empty(L, [2, 3])
+    fill(L, c, np.arange(6))
+    ok(L.aoti_torch_copy_(h, c, 0))  # cpu -> device
+    back = empty(L, [2, 3])
+    ok(L.aoti_torch_copy_(back, h, 0))  # device -> cpu
+    np.testing.assert_array_equal(view_np(L, back), np.arange(6).reshape(2, 3))
+    for x in (h, c, back):
+        ok(L.aoti_torch_delete_tensor_object(x))
+    assert st.memory_stats("hostdev")["live_aoti_handles"] == before["live_aoti_handles"]
+    err(L.aoti_torch_empty_strided(1, arr(2), None, F32, code, 7, byref(h)))  # no such device index

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import ROOT, needs_torch
+from ._helpers import ROOT, needs_torch
 
 INCLUDE = os.path.join(ROOT, "packages", "slimtensor-core", "include", "slimtensor", "c")
 

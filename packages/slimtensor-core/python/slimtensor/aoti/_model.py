@@ -46,7 +46,10 @@ class AOTIModel:
         self._closed = True
         self._owner = None
         self._dir = tempfile.mkdtemp(prefix="slimtensor-aoti-")
-        self._lock = threading.Lock()
+        # Note [Concurrent runs]: runs may overlap (the container serves num_models of them at once and
+        # makes the others wait); close() waits for runs in flight and refuses new ones.
+        self._cv = threading.Condition()
+        self._inflight = 0
         try:
             self._open(os.fspath(path), device, model_name, num_models, check_inputs)
         except BaseException:
@@ -214,8 +217,12 @@ class AOTIModel:
         lib = _lib.lib()
         ins = (c_void_p * max(1, len(handles)))(*handles)
         outs = (c_void_p * max(1, self.num_outputs))()
+        entered = False
         try:
-            self._check_open()
+            with self._cv:
+                self._check_open()
+                self._inflight += 1
+                entered = True
             if len(handles) != self.num_inputs:
                 raise ValueError(f"the model takes {self.num_inputs} inputs ({', '.join(self.input_names)}) but got "
                                  f"{len(handles)}")
@@ -239,6 +246,10 @@ class AOTIModel:
             for i in range(len(handles)):  # Note [Input handles]
                 if ins[i]:
                     lib.aoti_torch_delete_tensor_object(ins[i])
+            if entered:
+                with self._cv:
+                    self._inflight -= 1
+                    self._cv.notify_all()
 
     def __call__(self, *inputs):
         """Runs the model on slimtensor tensors, numpy arrays or DLPack objects; returns slimtensor tensors.
@@ -268,8 +279,7 @@ class AOTIModel:
             for h in handles:
                 lib.aoti_torch_delete_tensor_object(h)
             raise
-        with self._lock:
-            outs = self.run_handles(handles)
+        outs = self.run_handles(handles)
         results = []
         try:
             while outs:
@@ -306,8 +316,7 @@ class AOTIModel:
             for h in handles:
                 _lib.lib().aoti_torch_delete_tensor_object(h)
             raise
-        with self._lock:
-            outs = self.run_handles(handles)
+        outs = self.run_handles(handles)
         try:
             return [array_from_handle(h).copy() if h else None for h in outs]
         finally:
@@ -318,10 +327,13 @@ class AOTIModel:
     # ---- closing --------------------------------------------------------------------------------------------
     def close(self) -> None:
         """Releases the model. Outputs that alias its constants stay valid (Note [Model owner])."""
-        if not self._closed:
-            self._closed = True
-            _lib.lib().slimtensor_aoti_owner_release(self._owner)
-            self._owner = None
+        with self._cv:
+            if not self._closed:
+                self._closed = True
+                while self._inflight:
+                    self._cv.wait()
+                _lib.lib().slimtensor_aoti_owner_release(self._owner)
+                self._owner = None
         self._cleanup_files()
 
     def _cleanup_files(self):
