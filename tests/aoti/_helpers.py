@@ -42,9 +42,18 @@ def have_torch() -> bool:
 needs_torch = pytest.mark.needs_torch
 
 
+def sleef_library() -> str | None:
+    for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"):
+        p = os.path.join(d, "libsleef.so.3")
+        if os.path.exists(p):
+            return p
+    return None
+
+
 def _cache_dir() -> str:
     h = hashlib.sha256()
     h.update((torch_version() or "none").encode())
+    h.update(b"sleef" if sleef_library() else b"no-sleef")
     for f in ("model_zoo.py", "compile_models.py"):
         with open(os.path.join(HERE, f), "rb") as fh:
             h.update(fh.read())
@@ -61,6 +70,12 @@ def compile_models(names: list[str]) -> str:
         if todo:
             env = dict(os.environ)
             env.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(CACHE, "inductor"))
+            # Inductor accepts a vector ISA only if a probe .so it builds can be dlopen'ed by a bare Python;
+            # that probe calls Sleef_* (which torch's Python does not put in the global scope), so without
+            # SLEEF preloaded every ISA is "invalid" and the models get scalar kernels. With it, they get
+            # the AVX2 kernels the options ask for (and call SLEEF, which slimtensor.aoti provides).
+            if sleef_library():
+                env["LD_PRELOAD"] = " ".join(filter(None, [env.get("LD_PRELOAD"), sleef_library()]))
             r = subprocess.run([sys.executable, os.path.join(HERE, "compile_models.py"), out, *todo], env=env,
                                capture_output=True, text=True, timeout=1800)
             if r.returncode != 0:
