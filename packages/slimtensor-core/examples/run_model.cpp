@@ -55,6 +55,9 @@ int main(int argc, char** argv) {
     }
   }
 
+  // Vectorized kernels call SLEEF (Sleef_*) without a DT_NEEDED entry: make it global first if it is installed
+  // (Debian: apt-get install libsleef3). Models without vector math do not need it.
+  dlopen("libsleef.so.3", RTLD_NOW | RTLD_GLOBAL);
   void* so = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
   if (!so) return die("dlopen", dlerror());
   auto create = reinterpret_cast<CreateFn>(dlsym(so, "AOTInductorModelContainerCreateWithDevice"));
