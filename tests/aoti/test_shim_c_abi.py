@@ -530,3 +530,24 @@ def test_empty_strided_on_a_plugin_device(L):
         ok(L.aoti_torch_delete_tensor_object(x))
     assert st.memory_stats("hostdev")["live_aoti_handles"] == before["live_aoti_handles"]
     err(L.aoti_torch_empty_strided(1, arr(2), None, F32, code, 7, byref(h)))  # no such device index
+
+
+def test_handles_are_traced(L):
+    """Handle creation and deletion are trace events (EventKind HandleCreate/HandleDelete) while a trace runs."""
+    from slimtensor import _C
+
+    first = _C._trace_start()
+    h = empty(L, [2, 3])
+    v = H()
+    ok(L.aoti_torch__reinterpret_tensor(h, 1, arr(3), None, 0, byref(v)))
+    ok(L.aoti_torch_delete_tensor_object(v))
+    ok(L.aoti_torch_delete_tensor_object(h))
+    events = _C._trace_stop(first)
+    kinds = [(e["kind"], e["op"]) for e in events if "handle" in str(e["kind"]).lower()]
+    assert kinds == [("handle_create", "aoti_torch_empty_strided"),
+                     ("handle_create", "aoti_torch__reinterpret_tensor"),
+                     ("handle_delete", "aoti_torch_delete_tensor_object"),
+                     ("handle_delete", "aoti_torch_delete_tensor_object")], kinds
+    created = [e for e in events if e["kind"] == "handle_create"]
+    assert created[0]["id"] == h.value and tuple(created[0]["sizes"]) == (2, 3)
+    assert created[1]["storage_id"] == created[0]["storage_id"]  # a view: same storage
