@@ -20,7 +20,7 @@ TORCH_VERSION = "2.13.0"
 
 MODEL_NAMES = ["pointwise", "linear", "mlp", "conv1d", "conv2d_groups", "small_cnn", "softmax", "layer_norm", "sdpa",
                "sdpa_causal", "sdpa_masked", "transformer_block", "view_permute", "alias_input", "two_outputs", "bf16",
-               "int64", "bmm", "mlp_dynamic", "linear_blob", "const_alias"]
+               "int64", "bmm", "mlp_dynamic", "linear_blob", "const_alias", "mlp_arrayref"]
 EXTRA_NAMES = ["linear_libtorch", "pointwise_native"]  # compiled, but run by torch (the isolation tests)
 
 
