@@ -63,9 +63,24 @@ def test_no_libtorch_in_a_slimtensor_process(model_dir):
     _run(RUN_SLIM + NO_LIBTORCH, model_dir)
 
 
+TORCH_INPUTS = """
+import torch, numpy as np, os
+import slimtensor as st
+from slimtensor import aoti
+d = os.environ["MODEL_DIR"]
+z = np.load(f"{d}/mlp.npz")
+with aoti.load(f"{d}/mlp.pt2") as m:
+    y = m(torch.from_numpy(z["in0_0"]))           # any __dlpack__ producer
+    assert isinstance(y, st.Tensor)
+    np.testing.assert_allclose(np.asarray(y), z["out0_0"], rtol=2e-5, atol=2e-5)
+    t = torch.from_dlpack(y)                       # and back, without a copy
+    np.testing.assert_allclose(t.numpy(), z["out0_0"], rtol=2e-5, atol=2e-5)
+"""
+
+
 @needs_torch
 def test_torch_imported_first(model_dir):
-    _run("import torch\n" + RUN_SLIM + RUN_TORCH_STOCK + RUN_SLIM, model_dir)
+    _run("import torch\n" + RUN_SLIM + RUN_TORCH_STOCK + RUN_SLIM + TORCH_INPUTS, model_dir)
 
 
 @needs_torch
