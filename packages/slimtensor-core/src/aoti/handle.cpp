@@ -49,7 +49,7 @@ struct BlockCache {
     count = 0;
   }
 };
-thread_local BlockCache t_blocks;
+__attribute__((tls_model("initial-exec"))) thread_local BlockCache t_blocks;
 
 void* take_block() {
   BlockCache& c = t_blocks;
