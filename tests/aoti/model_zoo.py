@@ -204,7 +204,6 @@ def models():
         "linear_libtorch": (Linear, (_r(4, 16),), None, None),
         "const_alias": (ConstAlias, (_r(4, 8),), None, None),
         "pointwise_native": (Pointwise, (_r(64, 128), _r(64, 128, seed=1)), None, None),
-        "mlp_arrayref": (MLP, (_r(5, 32),), None, None),
     }
 
 
@@ -212,8 +211,6 @@ def models():
 EXTRA_OPTIONS = {
     # this machine's own ISA (AVX-512 here): vectorized kernels calling SLEEF (Sleef_*, no DT_NEEDED)
     "pointwise_native": {"cpp.march": "native", "cpp.simdlen": None},
-    # ArrayRef mode: the handle-based Run neither deletes nor clears the input slots it "steals"
-    "mlp_arrayref": {"aot_inductor.allow_stack_allocation": True, "aot_inductor.use_minimal_arrayref_interface": True},
     "linear_libtorch": {"aot_inductor.link_libtorch": True},  # a stock model: must keep running on libtorch
     "linear_blob": {"aot_inductor.package_constants_in_so": False,
                     "aot_inductor.package_constants_on_disk_format": "binary_blob"},
