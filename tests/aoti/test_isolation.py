@@ -125,3 +125,35 @@ assert L.aoti_torch_delete_tensor_object(ctypes.addressof(fake)) != 0
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 0, r.stderr[-4000:]
+
+
+def test_blas_is_loaded_lazily_with_the_right_kernels(model_dir):
+    """Note [Lazy BLAS]: no OpenBLAS (and no thread pool) until a fallback needs it; AVX-512 kernels on AMD."""
+    code = """
+import ctypes, os
+from slimtensor import aoti
+from slimtensor.aoti import _lib
+import numpy as np
+d = os.environ["MODEL_DIR"]
+z = np.load(f"{d}/pointwise.npz")
+with aoti.load(f"{d}/pointwise.pt2") as m:
+    m.run_numpy(z["in0_0"], z["in0_1"])
+assert "libscipy_openblas" not in open("/proc/self/maps").read(), "BLAS loaded without a matrix product"
+L = _lib.lib()
+L.slimtensor_blas_info.restype = ctypes.c_char_p
+info = L.slimtensor_blas_info().decode()
+assert "OpenBLAS" in info and "libscipy_openblas" in open("/proc/self/maps").read(), info
+assert os.environ.get("OPENBLAS_CORETYPE") is None and ctypes.CDLL(None).getenv  # not left set for others
+getenv = ctypes.CDLL(None).getenv
+getenv.restype = ctypes.c_char_p
+assert getenv(b"OPENBLAS_CORETYPE") is None
+flags = open("/proc/cpuinfo").read()
+if "AuthenticAMD" in flags and " avx512bw" in flags and " avx512vl" in flags and " avx512dq" in flags:
+    assert "SkylakeX" in info, info
+print(info)
+"""
+    env = dict(os.environ, MODEL_DIR=model_dir)
+    env.pop("OPENBLAS_CORETYPE", None)
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr[-4000:]

@@ -39,6 +39,9 @@ SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attenti
  * set_num_threads calls it; n < 1 means 1. */
 SLIMTENSOR_C_API void slimtensor_blas_set_num_threads(int32_t n);
 SLIMTENSOR_C_API int32_t slimtensor_blas_get_num_threads(void);
+/* "<path> | <OpenBLAS config>" of the loaded BLAS, loading it if needed; "" (and the last error set) when it
+ * cannot be loaded. */
+SLIMTENSOR_C_API const char* slimtensor_blas_info(void);
 
 #ifdef __cplusplus
 }  /* extern "C" */

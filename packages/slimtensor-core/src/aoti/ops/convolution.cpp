@@ -56,10 +56,11 @@ void raw_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int
     return;
   }
   int oa = ta ? blas::kTrans : blas::kNoTrans, ob = tb ? blas::kTrans : blas::kNoTrans;
+  const blas::Api& api = blas::api(fn);
   if constexpr (sizeof(T) == 4) {
-    scipy_cblas_sgemm(blas::kRowMajor, oa, ob, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), beta, c, int(ldc));
+    api.sgemm(blas::kRowMajor, oa, ob, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), beta, c, int(ldc));
   } else {
-    scipy_cblas_dgemm(blas::kRowMajor, oa, ob, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), beta, c, int(ldc));
+    api.dgemm(blas::kRowMajor, oa, ob, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), beta, c, int(ldc));
   }
 }
 

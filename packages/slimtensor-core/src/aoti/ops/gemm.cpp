@@ -55,7 +55,8 @@ Tensor contiguous_as(const Tensor& t, ScalarType dtype) {
 }
 
 template <typename T>
-void blas_gemm(const Tensor& c, const Tensor& a0, const Tensor& b0, double alpha, double beta) {
+void blas_gemm(const Tensor& c, const Tensor& a0, const Tensor& b0, double alpha, double beta, const char* fn) {
+  const blas::Api& api = blas::api(fn);
   int m = static_cast<int>(c.sizes()[0]), n = static_cast<int>(c.sizes()[1]);
   int k = static_cast<int>(a0.sizes()[1]);
   Layout la = blas_layout(a0), lb = blas_layout(b0);
@@ -70,19 +71,19 @@ void blas_gemm(const Tensor& c, const Tensor& a0, const Tensor& b0, double alpha
   int ta = la.trans ? blas::kTrans : blas::kNoTrans, tb = lb.trans ? blas::kTrans : blas::kNoTrans;
   if (!lc.trans) {
     if constexpr (sizeof(T) == 4) {
-      scipy_cblas_sgemm(blas::kRowMajor, ta, tb, m, n, k, static_cast<float>(alpha), pa, la.ld, pb, lb.ld,
-                        static_cast<float>(beta), pc, lc.ld);
+      api.sgemm(blas::kRowMajor, ta, tb, m, n, k, static_cast<float>(alpha), pa, la.ld, pb, lb.ld,
+                static_cast<float>(beta), pc, lc.ld);
     } else {
-      scipy_cblas_dgemm(blas::kRowMajor, ta, tb, m, n, k, alpha, pa, la.ld, pb, lb.ld, beta, pc, lc.ld);
+      api.dgemm(blas::kRowMajor, ta, tb, m, n, k, alpha, pa, la.ld, pb, lb.ld, beta, pc, lc.ld);
     }
   } else {
     // C^T (n, m) row-major = B^T (n, k) @ A^T (k, m): each operand's transposition flips.
     int tb2 = lb.trans ? blas::kNoTrans : blas::kTrans, ta2 = la.trans ? blas::kNoTrans : blas::kTrans;
     if constexpr (sizeof(T) == 4) {
-      scipy_cblas_sgemm(blas::kRowMajor, tb2, ta2, n, m, k, static_cast<float>(alpha), pb, lb.ld, pa, la.ld,
-                        static_cast<float>(beta), pc, lc.ld);
+      api.sgemm(blas::kRowMajor, tb2, ta2, n, m, k, static_cast<float>(alpha), pb, lb.ld, pa, la.ld,
+                static_cast<float>(beta), pc, lc.ld);
     } else {
-      scipy_cblas_dgemm(blas::kRowMajor, tb2, ta2, n, m, k, alpha, pb, lb.ld, pa, la.ld, beta, pc, lc.ld);
+      api.dgemm(blas::kRowMajor, tb2, ta2, n, m, k, alpha, pb, lb.ld, pa, la.ld, beta, pc, lc.ld);
     }
   }
 }
@@ -153,9 +154,9 @@ void gemm(const Tensor& c, const Tensor& a, const Tensor& b, double alpha, doubl
     bool aliased = c.storage_impl() == a.storage_impl() || c.storage_impl() == b.storage_impl();
     if (lc.usable && !aliased && !has_internal_overlap(c)) {
       if (dt == ScalarType::Float32) {
-        blas_gemm<float>(c, a, b, alpha, beta);
+        blas_gemm<float>(c, a, b, alpha, beta, fn);
       } else {
-        blas_gemm<double>(c, a, b, alpha, beta);
+        blas_gemm<double>(c, a, b, alpha, beta, fn);
       }
       return;
     }
@@ -176,7 +177,7 @@ void gemm(const Tensor& c, const Tensor& a, const Tensor& b, double alpha, doubl
   int_gemm(c, a, b, alpha, beta);
 }
 
-void set_blas_threads(int n) { scipy_openblas_set_num_threads(n < 1 ? 1 : n); }
-int blas_threads() { return scipy_openblas_get_num_threads(); }
+void set_blas_threads(int n) { blas::set_threads(n); }
+int blas_threads() { return blas::threads(); }
 
 }  // namespace slimtensor::aoti
