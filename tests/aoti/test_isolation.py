@@ -138,11 +138,11 @@ d = os.environ["MODEL_DIR"]
 z = np.load(f"{d}/pointwise.npz")
 with aoti.load(f"{d}/pointwise.pt2") as m:
     m.run_numpy(z["in0_0"], z["in0_1"])
-assert "libscipy_openblas" not in open("/proc/self/maps").read(), "BLAS loaded without a matrix product"
+assert "scipy_openblas32/lib/libscipy_openblas.so" not in open("/proc/self/maps").read(), "BLAS loaded without a matrix product"
 L = _lib.lib()
 L.slimtensor_blas_info.restype = ctypes.c_char_p
 info = L.slimtensor_blas_info().decode()
-assert "OpenBLAS" in info and "libscipy_openblas" in open("/proc/self/maps").read(), info
+assert "OpenBLAS" in info and "scipy_openblas32/lib/libscipy_openblas.so" in open("/proc/self/maps").read(), info
 assert os.environ.get("OPENBLAS_CORETYPE") is None and ctypes.CDLL(None).getenv  # not left set for others
 getenv = ctypes.CDLL(None).getenv
 getenv.restype = ctypes.c_char_p
