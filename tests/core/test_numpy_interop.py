@@ -240,3 +240,21 @@ def test_size_zero_round_trip():
         assert t.shape == shape and t.numel() == 0
         assert t.numpy().shape == shape
         assert np.asarray(t).shape == shape
+
+
+@pytest.mark.parametrize("name", ["int16", "int32", "float32", "float64", "complex128", "bfloat16"])
+def test_misaligned_arrays_convert_and_copy_exactly(name):
+    """numpy arrays need not be aligned (np.frombuffer at an odd offset): copies read and write them exactly."""
+    dt = NUMPY_DTYPES[name]
+    buf = bytearray(dt.itemsize * 30 + 3)
+    a = np.ndarray((5, 6), dtype=dt, buffer=buf, offset=3)
+    assert not a.flags.aligned
+    a[...] = (np.arange(30).reshape(5, 6) - 7).astype(dt)
+    t = st.from_numpy(a)
+    assert t.data_ptr() == a.ctypes.data
+    np.testing.assert_array_equal(t.to(dtype=st.float64).numpy(), a.astype(np.float64))
+    np.testing.assert_array_equal(t.t().contiguous().numpy(), a.T)
+    t[1:, ::2] = st.full((4, 3), 9.0)
+    ref = (np.arange(30).reshape(5, 6) - 7).astype(dt)
+    ref[1:, ::2] = 9
+    np.testing.assert_array_equal(a, ref)

@@ -348,3 +348,44 @@ def test_numpy_round_trip_of_random_layouts(lay):
     back = st.from_numpy(a)
     assert back.shape == s.shape
     np.testing.assert_array_equal(back.numpy(), a)
+
+
+@hs.composite
+def same_shape_views(draw):
+    """Two non-self-overlapping views of one storage with the same shape (a destination and a source)."""
+    ndim = draw(hs.integers(1, 3))
+    shape = tuple(draw(hs.integers(1, 4)) for _ in range(ndim))
+    views = []
+    for _ in range(2):
+        perm = draw(hs.permutations(range(ndim)))
+        strides, running = [0] * ndim, 1
+        pad = draw(hs.integers(0, 2))
+        for d in reversed(perm):
+            strides[d] = running
+            running *= shape[d] + pad
+        views.append((tuple(strides), draw(hs.integers(0, 12))))
+    return shape, views
+
+
+@SETTINGS
+@given(case=same_shape_views())
+def test_copy_between_overlapping_views_of_one_storage(torch, case):
+    """torch refuses -> slimtensor refuses; torch copies -> slimtensor gives the copy-from-a-snapshot result."""
+    shape, ((dst_st, dst_off), (src_st, src_off)) = case
+    n = 200
+    t = torch.arange(n, dtype=torch.float32)
+    s = st.arange(n, dtype=st.float32)
+    expected = np.arange(n, dtype=np.float32)
+    dst_np = np.lib.stride_tricks.as_strided(expected[dst_off:], shape, tuple(4 * x for x in dst_st))
+    src_np = np.lib.stride_tricks.as_strided(expected[src_off:], shape, tuple(4 * x for x in src_st)).copy()
+    try:
+        t.as_strided(shape, dst_st, dst_off).copy_(t.as_strided(shape, src_st, src_off))
+    except RuntimeError:
+        with pytest.raises(RuntimeError) as info:
+            s.as_strided(shape, dst_st, dst_off).copy_(s.as_strided(shape, src_st, src_off))
+        assert "copy_()" in str(info.value)
+        assert s.numpy().tolist() == list(range(n))  # nothing written
+        return
+    s.as_strided(shape, dst_st, dst_off).copy_(s.as_strided(shape, src_st, src_off))
+    dst_np[...] = src_np
+    np.testing.assert_array_equal(s.numpy(), expected)
