@@ -685,3 +685,26 @@ def test_large_copies_release_the_gil(op):
     finally:
         st.set_num_threads(old)
     assert turns >= 3, f"{op}: the main thread ran only {turns} times during the copy (GIL held?)"
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("dst", ["float32", "float16", "bfloat16", "complex32", "complex64"])
+def test_float64_random_bits_round_like_torch(torch, dst):
+    """float64 -> narrower floats (through float32, as torch does): random bit patterns plus values built to sit
+    exactly on and next to float32/float16/bfloat16 rounding ties."""
+    rng = np.random.default_rng(7)
+    bits = rng.integers(0, 2**63, 20_000, dtype=np.int64).astype(np.uint64) | (
+        rng.integers(0, 2, 20_000, dtype=np.uint64) << np.uint64(63))
+    vals = bits.view(np.float64)
+    # near ties: float32 values with the rounding bit set, nudged by one float64 ulp either way
+    f32 = rng.integers(0, 2**32, 5_000, dtype=np.uint64).astype(np.uint32)
+    ties16 = ((f32 & np.uint32(0xFFFF0000)) | np.uint32(0x8000)).view(np.float32).astype(np.float64)
+    ties = np.concatenate([ties16, np.nextafter(ties16, np.inf), np.nextafter(ties16, -np.inf),
+                           (f32.view(np.float32).astype(np.float64) * (1 + 2.0**-30))])
+    vals = np.concatenate([vals, ties, rng.standard_normal(5000) * 1e-6, rng.standard_normal(5000) * 6e4])
+    s = st.from_numpy(vals).to(dtype=getattr(st, dst))
+    t = torch.from_numpy(vals).to(getattr(torch, dst))
+    got, want = _bytes_st(s), _bytes_torch(torch, t)
+    bad = np.nonzero(np.any(got != want, axis=1))[0]
+    assert bad.size == 0, (f"float64->{dst}: {bad.size} differ; first {vals[bad[0]]!r} (0x{vals.view(np.uint64)[bad[0]]:016x}) "
+                           f"gave 0x{got[bad[0]][::-1].tobytes().hex()}, torch 0x{want[bad[0]][::-1].tobytes().hex()}")
