@@ -56,6 +56,17 @@ def make_three(torch, lay, dtype="float32"):
     return s, t, n
 
 
+def _dense(x):
+    """Non-overlapping and dense: the sizes > 1, sorted by stride, tile memory exactly."""
+    dims = sorted((st_, n) for n, st_ in zip(x.shape, x.stride()) if n > 1)
+    expected = 1
+    for stride, n in dims:
+        if stride != expected:
+            return False
+        expected *= n
+    return True
+
+
 def check_same(s, t, n=None):
     assert layout(s) == layout(t)
     assert s.is_contiguous() == t.is_contiguous(), layout(s)
@@ -104,8 +115,8 @@ def test_channels_last_contiguity_and_copies_match_torch(torch, lay):
         if s.numel() == 0 and fmt != "contiguous_format":
             continue  # test_copy.py: channels_last and preserve_format strides of empty tensors (known)
         sc, tc = s.clone(memory_format=getattr(st, fmt)), t.clone(memory_format=getattr(torch, fmt))
-        if fmt == "preserve_format" and tc.stride() != t.stride():
-            continue  # torch's suggest_memory_format: test_clone_preserve_format_of_non_dense_follows_torch
+        if fmt == "preserve_format" and not _dense(s):
+            continue  # test_copy.py::test_preserve_format_of_non_dense_follows_torch (known)
         assert sc.stride() == tc.stride(), (fmt, lay)
         np.testing.assert_array_equal(to_np(sc), tc.numpy())
 
@@ -389,3 +400,20 @@ def test_copy_between_overlapping_views_of_one_storage(torch, case):
     s.as_strided(shape, dst_st, dst_off).copy_(s.as_strided(shape, src_st, src_off))
     dst_np[...] = src_np
     np.testing.assert_array_equal(s.numpy(), expected)
+
+
+@SETTINGS
+@given(lay=layouts(max_dims=5, max_size=4), dtype=hs.sampled_from(["float64", "int8", "float16", "bool", "complex64"]))
+def test_clone_and_to_layouts_match_torch(torch, lay, dtype):
+    s, t, _ = make_three(torch, lay)
+    for sc, tc, preserve in [(s.clone(), t.clone(), True),
+                             (s.to(dtype=getattr(st, dtype)), t.to(getattr(torch, dtype)), True),
+                             (st.empty_like(s), torch.empty_like(t), True), (s.contiguous(), t.contiguous(), False)]:
+        assert sc.shape == tuple(tc.shape)
+        if preserve and sc is not s and (s.numel() == 0 or not _dense(s)):
+            continue  # test_copy.py: the two preserve_format xfails (empty tensors; non-dense stride order)
+        assert sc.stride() == tc.stride(), (lay, dtype)
+        assert sc.storage_offset() == tc.storage_offset()
+    assert (s.to(dtype=st.float32) is s) and (s.contiguous() is s) == (t.contiguous() is t)
+    np.testing.assert_array_equal(to_np(s.to(dtype=getattr(st, dtype))).astype(np.complex128),
+                                  t.to(getattr(torch, dtype)).numpy().astype(np.complex128))
