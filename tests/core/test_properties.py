@@ -417,3 +417,23 @@ def test_clone_and_to_layouts_match_torch(torch, lay, dtype):
     assert (s.to(dtype=st.float32) is s) and (s.contiguous() is s) == (t.contiguous() is t)
     np.testing.assert_array_equal(to_np(s.to(dtype=getattr(st, dtype))).astype(np.complex128),
                                   t.to(getattr(torch, dtype)).numpy().astype(np.complex128))
+
+
+@SETTINGS
+@given(lay=layouts(max_dims=4, max_size=4), versioned=hs.booleans())
+def test_dlpack_round_trips_of_random_layouts(torch, lay, versioned):
+    s, t, n = make_three(torch, lay)
+    capsule = s.__dlpack__(max_version=(1, 1)) if versioned else s.__dlpack__()
+    back = st.from_dlpack(capsule)
+    assert back.shape == s.shape
+    np.testing.assert_array_equal(to_np(back), to_np(s))
+    if s.numel():
+        assert back.data_ptr() == s.data_ptr()
+    via_torch = torch.from_dlpack(s)
+    assert tuple(via_torch.shape) == s.shape
+    np.testing.assert_array_equal(via_torch.numpy(), to_np(s))
+    from_torch = st.from_dlpack(t)
+    assert from_torch.shape == s.shape
+    np.testing.assert_array_equal(to_np(from_torch), t.numpy())
+    if n.size:
+        np.testing.assert_array_equal(to_np(st.from_dlpack(n)), n)
