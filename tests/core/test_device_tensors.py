@@ -100,9 +100,12 @@ def test_copies_to_from_and_within_the_device(device, src_dt, dst_dt):
     assert converted.device == st.Device(device)
     np.testing.assert_array_equal(host(converted.to(dtype=st.float32) if dst_dt == "bfloat16" else converted), ref)
     # strided destination on the device, source on the CPU (broadcast too)
-    dst = st.zeros(4, 3, 6, dtype=getattr(st, dst_dt), device=device)[:, :, 1:5]
+    base = st.full((4, 3, 6), -1, dtype=getattr(st, dst_dt), device=device)
+    dst = base[:, :, 1:5]
     dst.copy_(src_cpu)
     np.testing.assert_array_equal(host(dst.to(dtype=st.float32) if dst_dt == "bfloat16" else dst), ref)
+    whole = host(base.to(dtype=st.float64)) if dst_dt != "complex64" else host(base).real
+    assert np.all(whole[:, :, [0, 5]] == -1), "elements outside the destination view were written"
     row = st.zeros(4, 3, 4, dtype=st.float32, device=device)
     row.copy_(st.arange(4, dtype=st.float32))
     np.testing.assert_array_equal(host(row), np.broadcast_to(np.arange(4, dtype=np.float32), (4, 3, 4)))
