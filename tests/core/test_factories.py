@@ -230,6 +230,30 @@ def test_asarray_copy_false_needing_a_copy_raises():
         st.asarray(np.arange(6)[::-1], copy=False)
 
 
+@pytest.mark.xfail(strict=True, reason="bug: asarray(x, dtype=<other>, copy=False) converts (a copy) instead of "
+                                       "raising; torch and numpy raise ValueError")
+def test_asarray_copy_false_with_a_dtype_change_raises():
+    # torch.asarray(torch.arange(3), dtype=torch.float64, copy=False) -> ValueError "can't alias tensor ...";
+    # np.asarray(np.arange(3), dtype=np.float64, copy=False) -> ValueError; slimtensor returns a float64 copy
+    with raises_named(ValueError, "asarray()"):
+        st.asarray(st.arange(3), dtype=st.float64, copy=False)
+    with raises_named(ValueError, "asarray()"):
+        st.asarray(np.arange(3.0), dtype=st.float32, copy=False)
+    other = [d.name for d in st.devices() if d.available and d.name != "cpu"]
+    if other:
+        with raises_named(ValueError, "asarray()"):
+            st.asarray(st.arange(3), device=other[0], copy=False)
+
+
+def test_asarray_copy_false_without_change_shares():
+    t = st.arange(3)
+    assert st.asarray(t, copy=False) is t
+    assert st.asarray(t, dtype=st.int64, copy=False) is t
+    a = np.arange(3.0)
+    assert st.asarray(a, copy=False).data_ptr() == a.ctypes.data
+    assert st.asarray(a, dtype=st.float64, copy=False).data_ptr() == a.ctypes.data
+
+
 def test_asarray_negative_stride_numpy_copies():
     a = np.arange(6)[::-2]
     t = st.asarray(a)
