@@ -6,7 +6,8 @@ from __future__ import annotations
 # and in the storage strip alike, so a cell and the memory it maps to have the same colour.
 ELEMENT_COLOURS = ("#a6cee3", "#b2df8a", "#fdbf6f", "#cab2d6", "#fb9a99", "#ffff99", "#8dd3c7", "#d9d9d9")
 # One colour per tensor in views() and per device lane in lifetimes().
-TENSOR_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+TENSOR_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
+# (no red among them: red marks overlaps)
 
 UNREACHED_HATCH = "//"       # storage the view does not reach
 OVERLAP_EDGE = "#d62728"     # outline of a storage element reached more than once (self-overlap)
