@@ -186,6 +186,7 @@ during = st.memory_stats()
 del x
 gc.collect()
 after = st.memory_stats()
-print("during:", during)
-print("after: ", after)
-print("back to the baseline:", after == before or str(after) == str(before))
+live = [k for k in before if k.startswith("live")]
+for k in live:
+    print(f"{k:18s} before {before[k]:6d}   during {during[k]:6d}   after {after[k]:6d}")
+print("back to the baseline:", all(after[k] == before[k] for k in live))
