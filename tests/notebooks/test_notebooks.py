@@ -24,6 +24,19 @@ def kernels(tmp_path_factory):
     return install_kernel_spec(tmp_path_factory.mktemp("jupyter"))
 
 
+@pytest.fixture(scope="module")
+def executed(kernels, tmp_path_factory):
+    """Execute each notebook once per test run; returns name -> executed notebook."""
+    cache: dict = {}
+
+    def run(name: str):
+        if name not in cache:
+            cache[name] = execute(NOTEBOOKS / f"{name}.ipynb", tmp_path_factory.mktemp(name), kernels)
+        return cache[name]
+
+    return run
+
+
 def pictures(nb) -> int:
     n = 0
     for cell in nb.cells:
@@ -52,8 +65,8 @@ def test_percent_source_and_ipynb_are_in_sync(name):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", OURS)
-def test_notebook_runs_and_draws(name, kernels, tmp_path):
-    nb = execute(NOTEBOOKS / f"{name}.ipynb", tmp_path, kernels)
+def test_notebook_runs_and_draws(name, executed):
+    nb = executed(name)
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert errors == []
     assert pictures(nb) >= MIN_PICTURES[name]
@@ -61,3 +74,25 @@ def test_notebook_runs_and_draws(name, kernels, tmp_path):
     # a cell that cannot run here says why, in one recognisable line
     for line in re.findall(r"^skipped: .*$", text, flags=re.M):
         assert len(line) > len("skipped: ") + 10, f"a skip without a reason in {name}: {line!r}"
+
+
+def _html_outputs(nb) -> list[str]:
+    return [o.get("data", {}).get("text/html", "") for c in nb.cells for o in c.get("outputs", [])]
+
+
+@pytest.mark.slow
+def test_notebook_01_pictures_hold_the_layouts(executed):
+    nb = executed("01_strides_and_views")
+    html = _html_outputs(nb)
+
+    def picture(title: str) -> str:
+        found = [h for h in html if "<svg" in h and title in h]
+        assert found, f"no layout picture titled {title!r} in notebook 01"
+        return found[0]
+
+    # hatched (unreached) storage cells: t[:, ::2] skips 6 of 12, t[1:, 1:] skips 6 (0-4 and 8), t.T none
+    assert len(re.findall(r"fill: ?url\(#h", picture("(3, 2):(4, 2) @ 0"))) == 6
+    assert len(re.findall(r"fill: ?url\(#h", picture("(2, 3):(4, 1) @ 5"))) == 6
+    assert len(re.findall(r"fill: ?url\(#h", picture("(4, 3):(1, 4) @ 0"))) == 0
+    # expand: three storage elements, each reached four times
+    assert picture("(4, 3):(0, 1) @ 0").count("×4") == 3
