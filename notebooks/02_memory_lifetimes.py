@@ -180,12 +180,12 @@ if lib_path is not None:
 
 # %%
 gc.collect()
-before = st.memory_stats()
+before = st.memory_stats("cpu")
 x = [st.empty((1024,)) for _ in range(8)]
-during = st.memory_stats()
+during = st.memory_stats("cpu")
 del x
 gc.collect()
-after = st.memory_stats()
+after = st.memory_stats("cpu")
 live = [k for k in before if k.startswith("live")]
 for k in live:
     print(f"{k:18s} before {before[k]:6d}   during {during[k]:6d}   after {after[k]:6d}")
