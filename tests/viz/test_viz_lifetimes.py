@@ -17,6 +17,7 @@ pytest.importorskip("matplotlib", reason="slimtensor.viz draws with matplotlib")
 def test_a_traced_program_draws_a_bar_per_storage_and_tensor():
     with st.trace() as tr:
         a = st.empty((4, 6), dtype=st.float32)
+        a_storage = a.storage().id
         b = a.permute(1, 0)
         c = b.contiguous()
         del a, b
@@ -24,14 +25,16 @@ def test_a_traced_program_draws_a_bar_per_storage_and_tensor():
         d = st.zeros((3,), dtype=st.float32)
     fig = st.viz.lifetimes(tr)
     ax = axes(fig, "lifetimes")
-    n_storages = len({e.id for e in tr.events if e.kind == "storage_alloc"})
-    n_tensors = len({e.id for e in tr.events if e.kind == "tensor_create"})
-    assert n_storages == 3
-    assert len(patches(ax, "storage-bar")) == n_storages
-    assert len(patches(ax, "tensor-bar")) == n_tensors
+    allocated = {e.id for e in tr.events if e.kind == "storage_alloc"}
+    freed = {e.id for e in tr.events if e.kind == "storage_free"}
+    # the core may use temporaries (zeros fills from a scalar); a's, c's and d's storages are there
+    assert {a_storage, c.storage().id, d.storage().id} <= allocated
+    assert a_storage in freed and not {c.storage().id, d.storage().id} & freed
+    assert len(patches(ax, "storage-bar")) == len(allocated)
+    assert len(patches(ax, "tensor-bar")) == len({e.id for e in tr.events if e.kind == "tensor_create"})
     assert len(patches(ax, "copy-arrow")) == 1
     # c and d outlive the trace: their bars end open (hatched)
-    assert len(patches(ax, "storage-open-end")) == 2
+    assert len(patches(ax, "storage-open-end")) == len(allocated - freed) == 2
     assert [t.get_text() for t in ax.get_yticklabels()] == ["cpu"]
     del c, d
 
