@@ -17,20 +17,17 @@ REPEATS = 7
 N = 100_000
 
 
-def per_view_ns(t) -> float:
-    """Median wall time of creating (and dropping) one view, in ns, over REPEATS runs of N views."""
-    samples = []
-    for _ in range(REPEATS):
-        gc.collect()
-        start = time.perf_counter_ns()
-        for _ in range(N):
-            t.permute(1, 0)
-        samples.append((time.perf_counter_ns() - start) / N)
-    return statistics.median(samples)
+def one_sample(t) -> float:
+    """Wall time of creating (and dropping) one view, in ns, averaged over N views."""
+    gc.collect()
+    start = time.perf_counter_ns()
+    for _ in range(N):
+        t.permute(1, 0)
+    return (time.perf_counter_ns() - start) / N
 
 
 def per_loop_ns() -> float:
-    """The bare Python loop, to subtract nothing but show the scale."""
+    """The bare Python loop, to show the scale."""
     samples = []
     for _ in range(REPEATS):
         start = time.perf_counter_ns()
@@ -42,21 +39,22 @@ def per_loop_ns() -> float:
 
 def main() -> None:
     t = st.empty((64, 64), dtype=st.float32)
-    per_view_ns(t)  # warm up
-    off_before = per_view_ns(t)
-    with st.trace() as tr:
-        on = per_view_ns(t)
-    events = len(tr.events)
-    del tr
-    off_after = per_view_ns(t)
-    off = statistics.median([off_before, off_after])
+    one_sample(t)  # warm up
+    off, on, events = [], [], 0
+    for _ in range(REPEATS):  # interleaved, so drift affects both alike
+        off.append(one_sample(t))
+        with st.trace() as tr:
+            on.append(one_sample(t))
+        events += len(tr.events)
+        del tr
+    off_ns, on_ns = statistics.median(off), statistics.median(on)
     print(f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}")
     print(f"empty Python loop:             {per_loop_ns():7.1f} ns per iteration")
-    print(f"t.permute(1, 0), no trace:     {off:7.1f} ns per view (before {off_before:.1f}, after "
-          f"{off_after:.1f})")
-    print(f"t.permute(1, 0), trace active: {on:7.1f} ns per view ({events} events recorded, "
-          f"{events / (REPEATS * N):.1f} per view)")
-    print(f"recording costs {on - off:+.1f} ns per view ({(on - off) / off * 100:+.0f}%)")
+    print(f"t.permute(1, 0), no trace:     {off_ns:7.1f} ns per view (median of {REPEATS} x {N}; "
+          f"range {min(off):.1f}-{max(off):.1f})")
+    print(f"t.permute(1, 0), trace active: {on_ns:7.1f} ns per view (range {min(on):.1f}-{max(on):.1f}; "
+          f"{events / (REPEATS * N):.1f} events per view)")
+    print(f"recording costs {on_ns - off_ns:+.1f} ns per view ({(on_ns - off_ns) / off_ns * 100:+.0f}%)")
 
 
 if __name__ == "__main__":
