@@ -134,8 +134,8 @@ except (RuntimeError, ValueError) as e:
 r = t.reshape(2, 6)
 print("t.reshape(2, 6) is a view:", r.storage().id == t.storage().id, r.stride())
 flat = t.T.reshape(12)
-print("t.T.reshape(12) is a view:", flat.storage().id == t.storage().id, "(a copy, contiguous:",
-      flat.is_contiguous(), ")")
+print("t.T.reshape(12) is a view:", flat.storage().id == t.storage().id,
+      f"(a copy; contiguous: {flat.is_contiguous()})")
 try:
     t.T.view(12)
 except (RuntimeError, ValueError) as e:
@@ -146,7 +146,7 @@ flat
 # `contiguous()` does the same copy explicitly, and returns the tensor itself when it already is one:
 
 # %%
-print(t.contiguous() is t or t.contiguous().storage().id == t.storage().id)
+print("t.contiguous() is t:", t.contiguous() is t)
 t.T.contiguous()
 
 # %% [markdown]
@@ -210,7 +210,7 @@ st.viz.layout(big)
 # %%
 previous = st.set_display("text")
 display(t)  # noqa: F821 - IPython's display
-st.set_display(previous.mode)
+st.set_display(previous.mode);
 
 # %% [markdown]
 # **What to remember:** a view is new metadata over old memory; strides say where each step goes;

@@ -146,11 +146,15 @@ def find_libslimtensor():
 
 
 lib_path = find_libslimtensor()
-if lib_path is None:
+lib = ctypes.CDLL(str(lib_path)) if lib_path is not None else None
+if lib is None:
     print("skipped: libslimtensor was not found next to the slimtensor package, so the AOTI shim "
           "cannot be called from here")
+elif not hasattr(lib, "aoti_torch_empty_strided"):
+    print(f"skipped: {lib_path.name} does not export the AOTI shim (aoti_torch_empty_strided) in this "
+          "build")
+    lib = None
 else:
-    lib = ctypes.CDLL(str(lib_path))
     lib.aoti_torch_empty_strided.restype = ctypes.c_int32
     lib.aoti_torch_empty_strided.argtypes = [ctypes.c_int64, ctypes.POINTER(ctypes.c_int64),
                                              ctypes.POINTER(ctypes.c_int64), ctypes.c_int32,
@@ -169,7 +173,7 @@ else:
         print(e.describe())
 
 # %%
-if lib_path is not None:
+if lib is not None:
     display(st.viz.lifetimes(tr))  # noqa: F821 - IPython's display
 
 # %% [markdown]
