@@ -117,11 +117,13 @@ x.T
 # ```
 #
 # `register()` is a cheap Python function: it imports the compiled module and hands the core a
-# PyCapsule holding the device table, declared in `slimtensor/c/device_plugin.h` (installed with the
-# core; `python -m slimtensor --cmake_dir` tells CMake where). The table is versioned C structs:
-# `{abi_major, abi_minor, struct_size, ...}` followed by function pointers, so a plugin built against an
-# older core keeps working, and a plugin that needs a newer core is refused with a message that says
-# `pip install -U slimtensor-core` — never a crash.
+# PyCapsule named `"slimtensor.device_plugin"` that holds the plugin's one exported C function,
+# `st_plugin_init`. The core calls it with a table of core functions the plugin may use, and gets back
+# the plugin's device table. Both tables are versioned C structs starting with
+# `{struct_size, abi_major, abi_minor}`, declared in `slimtensor/c/device_plugin.h` (installed with the
+# core), so a plugin built against an older core keeps working, and a plugin that needs a newer core is
+# refused with a message that says what to install — never a crash. The plugin never links against
+# libslimtensor, and no C++ type crosses between the two wheels.
 #
 # The header is the contract; here are its first lines, read from the installed core:
 
