@@ -29,13 +29,11 @@ SLIMTENSOR_API void reset_peak_memory(DeviceType type) noexcept;
 namespace stats {
 SLIMTENSOR_API void storage_created(DeviceType type, int64_t bytes, bool owning) noexcept;
 SLIMTENSOR_API void storage_destroyed(DeviceType type, int64_t bytes, bool owning) noexcept;
-SLIMTENSOR_API void tensor_created() noexcept;
-SLIMTENSOR_API void tensor_destroyed() noexcept;
+SLIMTENSOR_API void tensor_created(DeviceType type) noexcept;
+SLIMTENSOR_API void tensor_destroyed(DeviceType type) noexcept;
 SLIMTENSOR_API void aoti_handle_created(DeviceType type) noexcept;
 SLIMTENSOR_API void aoti_handle_destroyed(DeviceType type) noexcept;
 }  // namespace stats
 
-// Live tensor objects of every device (a tensor does not know its device without its storage).
-SLIMTENSOR_API int64_t live_tensors() noexcept;
 
 }  // namespace slimtensor

@@ -31,6 +31,7 @@ class SLIMTENSOR_API StorageImpl {
   int64_t use_count() const noexcept { return refcount_.load(std::memory_order_relaxed); }
   // Context of the deleter of borrowed memory (for example the owning PyObject); null when owning.
   void* borrow_context() const noexcept { return context_; }
+  BorrowDeleter borrow_deleter() const noexcept { return deleter_; }
 
   void retain() noexcept { refcount_.fetch_add(1, std::memory_order_relaxed); }
   void release() noexcept {
@@ -39,9 +40,10 @@ class SLIMTENSOR_API StorageImpl {
 
   // Allocates `nbytes` on `device` (64-byte aligned on the CPU). Throws Error(Memory) when it cannot.
   static StorageImpl* allocate(Device device, int64_t nbytes);
-  // Wraps memory the core does not own. `deleter` may be null (nothing to release).
+  // Wraps memory the core does not own. `deleter` may be null (nothing to release). `owner` describes
+  // who owns the memory ("numpy.ndarray", "dlpack", "model constant") for traces.
   static StorageImpl* borrow(Device device, void* data, int64_t nbytes, BorrowDeleter deleter, void* context,
-                             bool read_only);
+                             bool read_only, const char* owner = "borrowed");
 
  private:
   StorageImpl() = default;
@@ -53,10 +55,11 @@ class SLIMTENSOR_API StorageImpl {
   Device device_;
   bool owning_ = false;
   bool read_only_ = false;
-  bool inline_block_ = false;  // CPU storage allocated in one block with its header
+  void* inline_block_ = nullptr;  // the malloc block holding header and data of a small CPU storage
   uint64_t id_ = 0;
   BorrowDeleter deleter_ = nullptr;
   void* context_ = nullptr;
+  void* borrowed_data_ = nullptr;
 };
 
 // An owning handle to a StorageImpl (one reference).

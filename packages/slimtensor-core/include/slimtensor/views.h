@@ -44,5 +44,9 @@ SLIMTENSOR_API Tensor flatten(const Tensor& self, int64_t start_dim = 0, int64_t
 SLIMTENSOR_API std::vector<int64_t> infer_shape(IntList shape, int64_t numel, const char* function);
 // PyTorch's computeStride: strides to view (sizes, strides) as `shape`, or nullopt when impossible.
 SLIMTENSOR_API std::optional<std::vector<int64_t>> view_strides(IntList sizes, IntList strides, IntList shape);
+// The same two without allocating: `out` holds shape.size entries; view_strides_into returns false when
+// the layout cannot be viewed as `shape`.
+SLIMTENSOR_API void infer_shape_into(IntList shape, int64_t numel, const char* function, int64_t* out);
+SLIMTENSOR_API bool view_strides_into(IntList sizes, IntList strides, IntList shape, int64_t* out);
 
 }  // namespace slimtensor

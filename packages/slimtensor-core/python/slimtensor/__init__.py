@@ -1,0 +1,48 @@
+"""slimtensor: a tiny tensor runtime whose strides, views and memory lifetimes you can see."""
+
+from __future__ import annotations
+
+from . import _C
+from ._C import (
+    Device,
+    Storage,
+    Tensor,
+    dtype,
+    empty,
+    empty_like,
+    empty_strided,
+    from_blob,
+    from_dlpack,
+    full,
+    get_num_threads,
+    memory_format,
+    ones,
+    reset_peak_memory_stats,
+    zeros,
+)
+from ._dtypes import *  # noqa: F403  (float32, bfloat16, ...: one object per dtype)
+from ._dtypes import dtypes
+from ._interop import arange, asarray, from_numpy
+from ._devices import devices, memory_stats, set_num_threads
+from . import _tensor_methods  # noqa: F401  (repr, numpy(), tolist(), to(), pickling)
+
+__version__ = "0.1.0"
+
+
+def cmake_prefix() -> str:
+    """The prefix for CMake's find_package(slimtensor): pass it as -DCMAKE_PREFIX_PATH=..."""
+    import os
+
+    return os.path.dirname(os.path.abspath(__file__))
+
+
+def include_dir() -> str:
+    """The directory holding slimtensor's C and C++ headers (slimtensor/c/device_plugin.h, ...)."""
+    import os
+
+    return os.path.join(cmake_prefix(), "include")
+
+contiguous_format = memory_format.contiguous_format
+preserve_format = memory_format.preserve_format
+channels_last = memory_format.channels_last
+channels_last_3d = memory_format.channels_last_3d

@@ -1,0 +1,86 @@
+"""Getting data in: from_numpy (zero-copy), asarray (anything array-like), arange."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+
+from . import _C
+from ._dtypes import from_numpy_dtype
+
+_BUFFER_KINDS = frozenset("biufc")  # numpy kinds whose buffer format names the element type
+
+
+def from_numpy(array: np.ndarray) -> _C.Tensor:
+    """A tensor sharing the memory of a numpy array (no copy); the array is kept alive by the tensor.
+
+    Read-only arrays give read-only tensors. Negative strides, and byte strides that are not a multiple of
+    the itemsize, are rejected with ValueError (pass ``np.ascontiguousarray(a)``).
+    """
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy(): expected a numpy.ndarray but got {type(array).__name__}")
+    if array.dtype.kind in _BUFFER_KINDS:
+        return _C._from_buffer(array)  # the buffer format names the dtype
+    # ml_dtypes types (bfloat16, float8) have no buffer format: view the bytes as unsigned ints.
+    dt = from_numpy_dtype(array.dtype)
+    raw = array.view(np.dtype(f"u{array.dtype.itemsize}"))
+    return _C._from_buffer(raw, dt)
+
+
+def _python_default(obj: Any, arr: np.ndarray) -> np.ndarray:
+    """torch's defaults for Python scalars and lists: float -> float32, complex -> complex64."""
+    if isinstance(obj, np.ndarray | np.generic):
+        return arr
+    if arr.dtype == np.float64:
+        return arr.astype(np.float32)
+    if arr.dtype == np.complex128:
+        return arr.astype(np.complex64)
+    return arr
+
+
+def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None = None) -> _C.Tensor:
+    """A tensor from a tensor, a DLPack producer, a numpy array, a buffer, or (nested) Python numbers.
+
+    Shares memory when it can (copy=None), always copies with copy=True, and raises ValueError with
+    copy=False when a copy would be needed.
+    """
+    if isinstance(obj, _C.Tensor):
+        t = obj
+    elif isinstance(obj, np.ndarray):
+        try:
+            t = from_numpy(obj)
+        except ValueError:
+            if copy is False:
+                raise
+            t = from_numpy(np.ascontiguousarray(obj))
+    elif hasattr(obj, "__dlpack__"):
+        t = _C.from_dlpack(obj)
+    else:
+        if copy is False and not isinstance(obj, bytes | bytearray | memoryview):
+            raise ValueError("asarray(): copy=False but a Python object can only be converted with a copy")
+        arr = _python_default(obj, np.asarray(obj))
+        if arr.dtype == object:
+            raise TypeError(f"asarray(): cannot convert an object of type {type(obj).__name__} to a tensor")
+        t = from_numpy(np.ascontiguousarray(arr))
+        copy = builtins.bool(copy)
+    if dtype is not None or device is not None:
+        t = t._to(device, dtype, builtins.bool(copy))
+    elif copy:
+        t = t.clone()
+    return t
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None) -> _C.Tensor:
+    """Values from start (inclusive) to end (exclusive) by step; int64 for integer arguments, else float32."""
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise ValueError("arange(): step must be nonzero")
+    integral = all(isinstance(v, int) and not isinstance(v, builtins.bool) for v in (start, end, step))
+    values = np.arange(start, end, step, dtype=np.int64 if integral else np.float64)
+    if not integral:
+        values = values.astype(np.float32)
+    t = from_numpy(values)
+    return t._to(device, dtype, True)

@@ -1,0 +1,145 @@
+"""Tensor methods written in Python: repr, numpy interop, tolist, to(), iteration, pickling."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+
+from . import _C
+from ._dtypes import to_numpy_dtype
+
+Tensor = _C.Tensor
+
+_RAW_VIEW = {1: _C.uint8, 2: _C.uint16, 4: _C.uint32, 8: _C.uint64}
+
+
+def layout_string(t: Tensor) -> str:
+    """CuTe-style layout: ``(2, 3):(3, 1) @ 0`` (sizes:strides @ storage offset, in elements)."""
+
+    def tup(v: tuple[int, ...]) -> str:
+        return "(" + ", ".join(map(str, v)) + ("," if len(v) == 1 else "") + ")"
+
+    return f"{tup(t.shape)}:{tup(t.stride())} @ {t.storage_offset()}"
+
+
+def _numpy(self: Tensor) -> np.ndarray:
+    """A numpy array sharing this tensor's memory (CPU only; bfloat16 and float8 through ml_dtypes)."""
+    if self.device.type != "cpu":
+        raise TypeError(f"numpy(): the tensor is on {self.device}; copy it first with .cpu()")
+    npdt = to_numpy_dtype(self.dtype)
+    if npdt.kind in "biufc" and npdt.name == self.dtype.name:
+        return np.asarray(memoryview(self))
+    raw = np.asarray(memoryview(self.view(_RAW_VIEW[self.itemsize])))
+    return raw.view(npdt)
+
+
+def _array(self: Tensor, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+    if self.device.type != "cpu":
+        if copy is False:
+            raise ValueError(f"__array__(): the tensor is on {self.device}; a numpy array needs a copy")
+        return _array(self.cpu(), dtype, None)
+    arr = _numpy(self)
+    if dtype is not None and np.dtype(dtype) != arr.dtype:
+        if copy is False:
+            raise ValueError("__array__(): converting the dtype needs a copy but copy=False")
+        return arr.astype(dtype)
+    return arr.copy() if copy else arr
+
+
+def _plain_array(self: Tensor) -> np.ndarray:
+    """Values as a numpy array of a type that prints and converts to Python numbers."""
+    t = self if self.device.type == "cpu" else self.cpu()
+    if t.dtype.name == "complex32":
+        t = t._to(None, _C.complex64, False)
+    arr = _numpy(t)
+    if arr.dtype.kind == "V" or arr.dtype.name not in np.sctypeDict:
+        arr = arr.astype(np.float32)
+    return arr
+
+
+def _tolist(self: Tensor) -> Any:
+    return _plain_array(self).tolist()
+
+
+def _repr(self: Tensor) -> str:
+    prefix = "tensor("
+    try:
+        arr = _plain_array(self)
+        body = np.array2string(arr, separator=", ", prefix=prefix, threshold=200, edgeitems=3)
+    except (TypeError, ValueError) as exc:  # float4 and other types without values to show
+        body = f"<{self.dtype.name} values not shown: {exc}>"
+    extras = [f"dtype={self.dtype.name}"]
+    if self.device.type != "cpu":
+        extras.append(f"device='{self.device}'")
+    extras.append(f"layout={layout_string(self)}")
+    return f"{prefix}{body}, " + ", ".join(extras) + ")"
+
+
+def _to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """to(device), to(dtype), to(device, dtype), to(other), with keywords device=, dtype=, copy=."""
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    copy = builtins.bool(kwargs.pop("copy", False))
+    kwargs.pop("non_blocking", None)
+    if kwargs:
+        raise TypeError(f"to(): unexpected keyword arguments {sorted(kwargs)}")
+    for arg in args:
+        if isinstance(arg, Tensor):
+            device, dtype = arg.device, arg.dtype
+        elif isinstance(arg, _C.dtype):
+            dtype = arg
+        elif isinstance(arg, str | _C.Device):
+            device = arg
+        else:
+            raise TypeError(f"to(): expected a device, a dtype or a tensor but got {type(arg).__name__}")
+    return self._to(device, dtype, copy)
+
+
+def _iter(self: Tensor):
+    if self.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    for i in range(self.shape[0]):
+        yield self[i]
+
+
+def _rebuild(data: bytes, shape: tuple[int, ...], dtype_name: str, device: str) -> Tensor:
+    from . import _dtypes
+
+    raw = _C._from_buffer(bytearray(data))
+    t = raw.view(getattr(_dtypes, dtype_name)) if raw.numel() else _C.empty(0, dtype=getattr(_dtypes, dtype_name))
+    return t.reshape(shape)._to(device, None, False)
+
+
+def _reduce(self: Tensor) -> tuple[Any, ...]:
+    """Pickles by value: the bytes of a contiguous CPU copy, the shape, the dtype and the device."""
+    dense = self.cpu().contiguous()
+    flat = dense.reshape(-1)
+    data = memoryview(flat.view(_C.uint8)).tobytes() if dense.numel() else b""
+    return (_rebuild, (data, tuple(self.shape), self.dtype.name, str(self.device)))
+
+
+def _scalar(kind: type) -> Any:
+    def convert(self: Tensor) -> Any:
+        if self.numel() != 1:
+            raise TypeError(f"only one-element tensors can be converted to Python scalars (numel={self.numel()})")
+        return kind(self.item())
+
+    return convert
+
+
+Tensor.numpy = _numpy
+Tensor.__array__ = _array
+Tensor.tolist = _tolist
+Tensor.__repr__ = _repr
+Tensor.__str__ = _repr
+Tensor.to = _to
+Tensor.cpu = lambda self: self._to("cpu", None, False)
+Tensor.__iter__ = _iter
+Tensor.__reduce__ = _reduce
+Tensor.__bool__ = _scalar(builtins.bool)
+Tensor.__float__ = _scalar(builtins.float)
+Tensor.__int__ = _scalar(builtins.int)
+Tensor.__complex__ = _scalar(builtins.complex)
+Tensor.layout = property(layout_string, doc="sizes:strides @ offset, e.g. '(2, 3):(3, 1) @ 0'")

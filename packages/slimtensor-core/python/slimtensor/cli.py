@@ -1,0 +1,59 @@
+"""The `slimtensor` console command: `slimtensor info` (versions, build, devices, memory) and `slimtensor bench`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+
+
+def _info() -> int:
+    import numpy
+
+    import slimtensor as st
+
+    from . import _C
+
+    lines = [
+        f"slimtensor {st.__version__}  (python {platform.python_version()}, numpy {numpy.__version__}, "
+        f"{platform.system()} {platform.machine()})",
+        f"  package:        {os.path.dirname(st.__file__)}",
+        f"  cmake prefix:   {st.cmake_prefix()}  (find_package(slimtensor))",
+        f"  plugin ABI:     {_C._PLUGIN_ABI[0]}.{_C._PLUGIN_ABI[1]}",
+        f"  threads:        {st.get_num_threads()}",
+        f"  device autoload: {'off (SLIMTENSOR_DEVICE_AUTOLOAD=0)' if os.environ.get('SLIMTENSOR_DEVICE_AUTOLOAD') == '0' else 'on'}",
+        "devices:",
+    ]
+    for d in st.devices():
+        version = f" {d.plugin_version}" if d.plugin_version else ""
+        state = f"available, {d.count} device(s)" if d.available else f"UNAVAILABLE: {d.reason}"
+        lines.append(f"  {d.name:<10} code {d.code:<3} {state}  [{d.source}{version}]")
+    from . import _plugins
+
+    for failure in _plugins.failures():
+        lines.append(f"  (plugin {failure.name!r} failed to load: {failure.reason})")
+    lines.append("memory:")
+    for name, stats in st.memory_stats().items():
+        body = ", ".join(f"{k}={v}" for k, v in stats.items())
+        lines.append(f"  {name:<10} {body}")
+    print("\n".join(lines))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="slimtensor", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("info", help="versions, build options, registered devices and memory statistics")
+    bench = sub.add_parser("bench", help="run the benchmark suite (see python -m slimtensor.bench --help)")
+    bench.add_argument("args", nargs=argparse.REMAINDER)
+    ns = parser.parse_args(argv)
+    if ns.command == "info":
+        return _info()
+    from . import bench as bench_module
+
+    return bench_module.main(ns.args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

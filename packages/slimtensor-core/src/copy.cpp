@@ -1,0 +1,337 @@
+// copy.cpp: copy_ planning (broadcast, overlap, dim ordering and merging, devices), fill_, item, clone, to.
+#include "slimtensor/copy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "copy_kernels.h"
+#include "layout.h"
+#include "parallel.h"
+#include "slimtensor/device_registry.h"
+#include "slimtensor/error.h"
+#include "slimtensor/events.h"
+#include "slimtensor/factories.h"
+
+namespace slimtensor {
+namespace {
+
+std::string shape_of(const int64_t* sizes, int n) {
+  std::ostringstream out;
+  out << "(";
+  for (int i = 0; i < n; ++i) out << (i ? ", " : "") << sizes[i];
+  out << (n == 1 ? ",)" : ")");
+  return out.str();
+}
+
+// src's strides broadcast to dst's shape (0 where src repeats); throws when the shapes do not broadcast.
+std::vector<int64_t> broadcast_strides(const Tensor& dst, const Tensor& src) {
+  const int n = dst.ndim(), m = src.ndim();
+  ST_CHECK(m <= n, Runtime, "copy_(): the source of shape ", shape_of(src.sizes(), m),
+           " cannot be broadcast to the destination shape ", shape_of(dst.sizes(), n),
+           " (the source has more dims)");
+  std::vector<int64_t> out(static_cast<size_t>(n), 0);
+  for (int i = 0; i < m; ++i) {
+    const int d = n - m + i;
+    const int64_t s = src.sizes()[i];
+    if (s == dst.sizes()[d]) {
+      out[d] = src.strides()[i];
+    } else {
+      ST_CHECK(s == 1, Runtime, "copy_(): the source of shape ", shape_of(src.sizes(), m),
+               " cannot be broadcast to the destination shape ", shape_of(dst.sizes(), n), " (dim ", d, ": ", s,
+               " vs ", dst.sizes()[d], ")");
+    }
+  }
+  return out;
+}
+
+int64_t extent_bytes(const int64_t* sizes, const int64_t* strides, int n, int64_t itemsize) {
+  int64_t last = 0;
+  for (int d = 0; d < n; ++d) {
+    if (sizes[d] == 0) return 0;
+    last += strides[d] * (sizes[d] - 1);  // fits: bounded by the storage (Note [Tensor invariants])
+  }
+  return (last + 1) * itemsize;
+}
+
+CpuCopyPlan plan_cpu_copy(const Tensor& dst, const int64_t* src_strides, const Tensor& src) {
+  struct D {
+    int64_t size, ds, ss;
+  };
+  const int64_t dsz = dst.itemsize(), ssz = src.itemsize();
+  std::vector<D> dims;
+  for (int d = 0; d < dst.ndim(); ++d) {
+    if (dst.sizes()[d] == 1) continue;
+    dims.push_back({dst.sizes()[d], dst.strides()[d] * dsz, src_strides[d] * ssz});
+  }
+  // Outermost first by the destination's strides, so writes walk memory forward.
+  std::stable_sort(dims.begin(), dims.end(), [](const D& a, const D& b) {
+    return a.ds != b.ds ? a.ds > b.ds : a.ss > b.ss;
+  });
+  CpuCopyPlan p;
+  for (const D& d : dims) {
+    if (p.ndim > 0) {
+      const int i = p.ndim - 1;  // merge into the previous (outer) dim when both sides allow it
+      if (p.dst_strides[i] == d.ds * d.size && p.src_strides[i] == d.ss * d.size) {
+        p.sizes[i] *= d.size;
+        p.dst_strides[i] = d.ds;
+        p.src_strides[i] = d.ss;
+        continue;
+      }
+    }
+    p.sizes[p.ndim] = d.size;
+    p.dst_strides[p.ndim] = d.ds;
+    p.src_strides[p.ndim] = d.ss;
+    ++p.ndim;
+  }
+  p.dst = static_cast<char*>(dst.data_ptr());
+  p.src = static_cast<const char*>(src.data_ptr());
+  p.dst_type = dst.dtype();
+  p.src_type = src.dtype();
+  return p;
+}
+
+void trace_copy(const Tensor& dst, const Tensor& src) {
+  Event e;
+  e.kind = EventKind::Copy;
+  e.time_ns = events::now_ns();
+  e.storage_id = dst.storage_impl()->id();
+  e.src_storage_id = src.storage_impl()->id();
+  e.bytes = dst.nbytes();
+  e.device = dst.device();
+  e.src_device = src.device();
+  e.dtype = static_cast<int8_t>(dst.dtype());
+  e.src_dtype = static_cast<int8_t>(src.dtype());
+  e.op = "copy_";
+  events::record(std::move(e));
+}
+
+const st_device_table& table_of(Device d) { return *usable_device(d, "copy_()").table; }
+
+void check_plugin(int rc, Device d, const char* what) {
+  if (rc == 0) return;
+  const st_device_table& t = table_of(d);
+  fail(ErrorKind::Runtime, "copy_(): ", what, " on ", device_string(d), " failed: ", t.last_error(t.ctx));
+}
+
+// A CPU tensor with t's values and layout: t itself on the CPU, else a download of the bytes it spans.
+Tensor host_copy_of_span(const Tensor& t) {
+  if (t.device().is_cpu()) return t;
+  const int64_t span = extent_bytes(t.sizes(), t.strides(), t.ndim(), t.itemsize());
+  Tensor host = Tensor::make(Storage::adopt(StorageImpl::allocate(kCPUDevice, span)), IntList(t.sizes(), t.ndim()),
+                             IntList(t.strides(), t.ndim()), 0, t.dtype(), "copy_");
+  if (span > 0) {
+    const st_device_table& tb = table_of(t.device());
+    check_plugin(tb.copy_device_to_host(tb.ctx, t.device().index, host.data_ptr(), t.data_ptr(), span), t.device(),
+                 "download");
+  }
+  return host;
+}
+
+void copy_cpu(const Tensor& dst, const Tensor& src, const std::vector<int64_t>& src_strides) {
+  run_cpu_copy(plan_cpu_copy(dst, src_strides.data(), src));
+}
+
+// dst or src (or both) live on a plugin device.
+void copy_device(const Tensor& dst, const Tensor& src, const std::vector<int64_t>& src_strides) {
+  const Device dd = dst.device(), sd = src.device();
+  const bool same_layout_dense = dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() &&
+                                 src.numel() == dst.numel();
+  const int64_t bytes = dst.nbytes();
+  if (same_layout_dense) {
+    if (sd.is_cpu()) {
+      const st_device_table& t = table_of(dd);
+      check_plugin(t.copy_host_to_device(t.ctx, dd.index, dst.data_ptr(), src.data_ptr(), bytes), dd, "upload");
+      return;
+    }
+    if (dd.is_cpu()) {
+      const st_device_table& t = table_of(sd);
+      check_plugin(t.copy_device_to_host(t.ctx, sd.index, dst.data_ptr(), src.data_ptr(), bytes), sd, "download");
+      return;
+    }
+    if (dd.type == sd.type) {
+      const st_device_table& t = table_of(dd);
+      check_plugin(t.copy_device_to_device(t.ctx, dd.index, dst.data_ptr(), sd.index, src.data_ptr(), bytes), dd,
+                   "device copy");
+      return;
+    }
+  }
+  if (dd == sd && !dd.is_cpu()) {
+    const st_device_table& t = table_of(dd);
+    if (t.copy_strided) {
+      st_strided_copy_desc desc{dst.ndim(), dst.sizes(), dst.data_ptr(), dst.strides(), static_cast<int32_t>(dst.dtype()),
+                                src.data_ptr(), src_strides.data(), static_cast<int32_t>(src.dtype())};
+      check_plugin(t.copy_strided(t.ctx, dd.index, &desc), dd, "strided copy");
+      return;
+    }
+  }
+  // General case: stage through the host. Download the bytes each side spans, copy on the CPU, upload dst.
+  const Tensor host_src = host_copy_of_span(src);
+  const bool dst_dense = dst.is_contiguous();
+  Tensor host_dst = dd.is_cpu() ? dst
+                    : dst_dense ? Tensor::make(Storage::adopt(StorageImpl::allocate(kCPUDevice, bytes)),
+                                               IntList(dst.sizes(), dst.ndim()), IntList(dst.strides(), dst.ndim()),
+                                               0, dst.dtype(), "copy_")
+                                : host_copy_of_span(dst);
+  copy_cpu(host_dst, host_src, src_strides);
+  if (!dd.is_cpu()) {
+    const int64_t span = extent_bytes(dst.sizes(), dst.strides(), dst.ndim(), dst.itemsize());
+    const st_device_table& t = table_of(dd);
+    check_plugin(t.copy_host_to_device(t.ctx, dd.index, dst.data_ptr(), host_dst.data_ptr(), span), dd, "upload");
+  }
+}
+
+bool ranges_intersect(const Tensor& a, const Tensor& b, const int64_t* b_strides) {
+  if (a.storage_impl() != b.storage_impl()) return false;
+  const char* a0 = static_cast<const char*>(a.data_ptr());
+  const char* b0 = static_cast<const char*>(b.data_ptr());
+  const char* a1 = a0 + extent_bytes(a.sizes(), a.strides(), a.ndim(), a.itemsize());
+  const char* b1 = b0 + extent_bytes(a.sizes(), b_strides, a.ndim(), b.itemsize());
+  return a0 < b1 && b0 < a1;
+}
+
+}  // namespace
+
+bool has_internal_overlap(const Tensor& t) {
+  return internal_overlap(t.sizes(), t.strides(), t.ndim()) == Overlap::Yes;
+}
+
+void copy_(const Tensor& dst, const Tensor& src) {
+  ST_CHECK(dst.defined() && src.defined(), Runtime, "copy_(): both tensors must be defined");
+  ST_CHECK(!dst.is_read_only(), Runtime, "copy_(): the destination is read-only (it borrows memory its owner "
+           "marked read-only, e.g. a read-only numpy array); write into a copy instead: t = t.clone()");
+  ST_CHECK(info(dst.dtype()).convertible && info(src.dtype()).convertible, Runtime, "copy_(): conversion from ",
+           name(src.dtype()), " to ", name(dst.dtype()), " is not supported (float8/float4 types can only be "
+           "moved between tensors of the same dtype); view them as uint8 to move their bytes");
+  std::vector<int64_t> src_strides = broadcast_strides(dst, src);
+  if (dst.numel() == 0) return;
+  ST_CHECK(internal_overlap(dst.sizes(), dst.strides(), dst.ndim()) != Overlap::Yes, Runtime,
+           "copy_(): more than one element of the destination refers to a single memory location (as after "
+           "expand()); call .clone() on the destination first");
+  Tensor source = src;
+  if (ranges_intersect(dst, src, src_strides.data())) {
+    const bool identical = dst.data_ptr() == src.data_ptr() && dst.dtype() == src.dtype() &&
+                           std::equal(src_strides.begin(), src_strides.end(), dst.strides());
+    if (identical) return;  // copying a tensor onto itself
+    const bool both_dense = is_non_overlapping_and_dense(dst.sizes(), dst.strides(), dst.ndim()) &&
+                            is_non_overlapping_and_dense(src.sizes(), src.strides(), src.ndim());
+    ST_CHECK(!both_dense, Runtime, "copy_(): the source and the destination partially overlap in memory; "
+             "copy from a clone: dst.copy_(src.clone())");
+    // Interleaved views of one storage (t[::2] and t[1::2]) may share a byte range without sharing an
+    // element; going through a temporary keeps the result exact either way.
+    source = clone(src, MemoryFormat::Contiguous);
+    src_strides = broadcast_strides(dst, source);
+  }
+  if (events::tracing_active()) trace_copy(dst, source);
+  if (dst.device().is_cpu() && source.device().is_cpu()) {
+    copy_cpu(dst, source, src_strides);
+  } else {
+    copy_device(dst, source, src_strides);
+  }
+}
+
+void fill_(const Tensor& dst, const Scalar& value) {
+  ST_CHECK(dst.defined(), Runtime, "fill_(): the tensor is undefined");
+  // One element holding the value, converted by the same rules as copies, then broadcast.
+  alignas(16) unsigned char buffer[16];
+  ScalarType type;
+  switch (value.kind) {
+    case Scalar::Kind::Bool: { bool b = value.i != 0; std::memcpy(buffer, &b, 1); type = ScalarType::Bool; break; }
+    case Scalar::Kind::Int: std::memcpy(buffer, &value.i, 8); type = ScalarType::Int64; break;
+    case Scalar::Kind::Float: std::memcpy(buffer, &value.d, 8); type = ScalarType::Float64; break;
+    default: {
+      const double c[2] = {value.d, value.imag};
+      std::memcpy(buffer, c, 16);
+      type = ScalarType::Complex128;
+    }
+  }
+  const Tensor scalar = Tensor::make(Storage::adopt(StorageImpl::borrow(kCPUDevice, buffer, itemsize(type), nullptr,
+                                                                         nullptr, true, "scalar")),
+                                     IntList(), IntList(), 0, type, "fill_");
+  const bool zero = (value.kind != Scalar::Kind::Complex || value.imag == 0) && value.d == 0 && value.i == 0 &&
+                    !std::signbit(value.d);
+  if (zero && dst.device().is_cpu() && dst.is_contiguous() && !dst.is_read_only()) {
+    char* p = static_cast<char*>(dst.data_ptr());
+    parallel_for(dst.nbytes(), 1 << 20, [p](int64_t b, int64_t e) { std::memset(p + b, 0, e - b); });
+    return;
+  }
+  copy_(dst, scalar);
+}
+
+Scalar item(const Tensor& self) {
+  ST_CHECK(self.defined(), Runtime, "item(): the tensor is undefined");
+  ST_CHECK(self.numel() == 1, Runtime, "item(): a tensor with ", self.numel(),
+           " elements cannot be converted to a Python number; index it first or use .tolist()");
+  alignas(16) unsigned char raw[16];
+  const void* src = self.data_ptr();
+  if (!self.device().is_cpu()) {
+    const st_device_table& t = *usable_device(self.device(), "item()").table;
+    ST_CHECK(t.copy_device_to_host(t.ctx, self.device().index, raw, src, self.itemsize()) == 0, Runtime,
+             "item(): download from ", device_string(self.device()), " failed: ", t.last_error(t.ctx));
+    src = raw;
+  }
+  const ScalarTypeInfo& i = info(self.dtype());
+  ST_CHECK(i.convertible, Runtime, "item(): ", i.name, " values cannot be converted to Python numbers; "
+           "view the tensor as uint8 to read its bytes");
+  Scalar out;
+  if (self.dtype() == ScalarType::Bool) {
+    bool b;
+    convert_element(src, self.dtype(), &b, ScalarType::Bool);
+    return Scalar::from_bool(b);
+  }
+  if (i.is_complex) {
+    double c[2];
+    convert_element(src, self.dtype(), c, ScalarType::Complex128);
+    return Scalar::from_complex(c[0], c[1]);
+  }
+  if (i.is_floating) {
+    double d;
+    convert_element(src, self.dtype(), &d, ScalarType::Float64);
+    return Scalar::from_double(d);
+  }
+  if (self.dtype() == ScalarType::UInt64) {
+    uint64_t u;
+    std::memcpy(&u, src, 8);
+    out = Scalar::from_int(static_cast<int64_t>(u));
+    out.d = static_cast<double>(u);  // the binding reads d's sign to recover values >= 2^63
+    return out;
+  }
+  int64_t v;
+  convert_element(src, self.dtype(), &v, ScalarType::Int64);
+  return Scalar::from_int(v);
+}
+
+Tensor clone(const Tensor& self, MemoryFormat format) {
+  ST_CHECK(self.defined(), Runtime, "clone(): the tensor is undefined");
+  const int n = self.ndim();
+  std::vector<int64_t> strides(static_cast<size_t>(n));
+  if (format == MemoryFormat::Preserve && is_non_overlapping_and_dense(self.sizes(), self.strides(), n)) {
+    strides.assign(self.strides(), self.strides() + n);
+  } else if (format == MemoryFormat::Preserve) {
+    contiguous_strides(self.sizes(), n, strides.data());
+  } else {
+    ST_CHECK(memory_format_strides(self.sizes(), n, format, strides.data()), Runtime, "clone(): memory format ",
+             format == MemoryFormat::ChannelsLast ? "channels_last needs a 4-d" : "channels_last_3d needs a 5-d",
+             " tensor but got ", n, " dims");
+  }
+  Tensor out = empty_strided(IntList(self.sizes(), n), strides, self.dtype(), self.device());
+  copy_(out, self);
+  return out;
+}
+
+Tensor contiguous(const Tensor& self, MemoryFormat format) {
+  ST_CHECK(format != MemoryFormat::Preserve, Value, "contiguous(): memory_format=preserve_format is not allowed; "
+           "use contiguous_format, channels_last or channels_last_3d");
+  if (self.is_contiguous(format)) return self;
+  return clone(self, format);
+}
+
+Tensor to(const Tensor& self, Device device, ScalarType dtype, bool copy) {
+  if (!copy && self.device() == device && self.dtype() == dtype) return self;
+  Tensor out = empty_like(self, dtype, device);
+  copy_(out, self);
+  return out;
+}
+
+}  // namespace slimtensor

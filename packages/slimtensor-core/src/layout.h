@@ -1,0 +1,20 @@
+// layout.h: questions about a strided layout (overlap, density, channels-last strides).
+#pragma once
+
+#include <cstdint>
+
+#include "slimtensor/tensor.h"
+
+namespace slimtensor {
+
+enum class Overlap { No, Yes, TooHard };
+
+// Whether two elements of the layout share memory; TooHard only for huge layouts that no simple rule
+// decides (then copy_ lets them through, as PyTorch does).
+Overlap internal_overlap(const int64_t* sizes, const int64_t* strides, int ndim);
+// Every element of the covered range is used exactly once (a permutation of a contiguous layout).
+bool is_non_overlapping_and_dense(const int64_t* sizes, const int64_t* strides, int ndim);
+// Strides of `format` (channels_last needs 4 dims, channels_last_3d 5) for sizes; false if not applicable.
+bool memory_format_strides(const int64_t* sizes, int ndim, MemoryFormat format, int64_t* out);
+
+}  // namespace slimtensor

@@ -1,0 +1,239 @@
+// bind_tensor.cpp: the Tensor and Storage classes: metadata, views, copies and conversions.
+//
+// Note [Hot paths]
+// Views, shape/stride queries and item() are called in tight Python loops. They convert arguments by
+// hand from the raw tuple (no std::vector), build the result tuple with the C API, and release the GIL
+// only for work large enough to pay for it.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include "common.h"
+#include "slimtensor/copy.h"
+#include "slimtensor/device_registry.h"
+#include "slimtensor/error.h"
+#include "slimtensor/factories.h"
+#include "slimtensor/views.h"
+
+namespace slimtensor::python {
+namespace {
+
+constexpr int64_t kMaxDims = 64;
+constexpr int64_t kReleaseGilBytes = 1 << 16;  // copies at least this large run without the GIL
+
+struct PyStorage {
+  Storage storage;
+};
+
+nb::object int_tuple(const int64_t* v, int n) {
+  PyObject* t = PyTuple_New(n);
+  if (!t) throw nb::python_error();
+  for (int i = 0; i < n; ++i) PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(v[i]));
+  return nb::steal(t);
+}
+
+MemoryFormat to_format(nb::handle obj, MemoryFormat fallback) {
+  if (obj.is_none()) return fallback;
+  return nb::cast<MemoryFormat>(obj);
+}
+
+void copy_with_gil_policy(const Tensor& dst, const Tensor& src) {
+  if (dst.nbytes() >= kReleaseGilBytes) {
+    nb::gil_scoped_release release;
+    copy_(dst, src);
+  } else {
+    copy_(dst, src);
+  }
+}
+
+nb::object storage_owner(const StorageImpl& s) {
+  if (s.is_owning()) return nb::none();
+  if (s.borrow_deleter() == release_python_owner && s.borrow_context())
+    return nb::borrow(static_cast<PyObject*>(s.borrow_context()));
+  if (s.borrow_deleter() == release_python_buffer && s.borrow_context()) {
+    PyObject* obj = static_cast<Py_buffer*>(s.borrow_context())->obj;
+    return obj ? nb::borrow(obj) : nb::none();
+  }
+  return nb::none();
+}
+
+}  // namespace
+
+void bind_tensor(nb::module_& m) {
+  nb::enum_<MemoryFormat>(m, "memory_format", "Layout orders for contiguous() and clone()")
+      .value("contiguous_format", MemoryFormat::Contiguous)
+      .value("preserve_format", MemoryFormat::Preserve)
+      .value("channels_last", MemoryFormat::ChannelsLast)
+      .value("channels_last_3d", MemoryFormat::ChannelsLast3d);
+
+  nb::class_<PyStorage>(m, "Storage", "The memory under one or more tensors (shared by views).")
+      .def_prop_ro("nbytes", [](const PyStorage& s) { return s.storage->nbytes(); })
+      .def_prop_ro("data_ptr", [](const PyStorage& s) { return reinterpret_cast<uintptr_t>(s.storage->data()); })
+      .def_prop_ro("device", [](const PyStorage& s) { return s.storage->device(); })
+      .def_prop_ro("is_owning", [](const PyStorage& s) { return s.storage->is_owning(); },
+                   "True when slimtensor allocated the memory; False when it borrows someone else's")
+      .def_prop_ro("is_read_only", [](const PyStorage& s) { return s.storage->is_read_only(); })
+      .def_prop_ro("use_count", [](const PyStorage& s) { return s.storage->use_count(); },
+                   "references to the storage: tensors, views, AOTI handles and this Storage object itself")
+      .def_prop_ro("id", [](const PyStorage& s) { return s.storage->id(); }, "unique for the process, never reused")
+      .def_prop_ro("owner", [](const PyStorage& s) { return storage_owner(*s.storage.get()); },
+                   "the Python object that keeps borrowed memory alive, or None")
+      .def("__repr__", [](const PyStorage& s) {
+        return "Storage(id=" + std::to_string(s.storage->id()) + ", nbytes=" + std::to_string(s.storage->nbytes()) +
+               ", device='" + device_string(s.storage->device()) + "', " +
+               (s.storage->is_owning() ? "owning" : "borrowed") + ", use_count=" +
+               std::to_string(s.storage->use_count()) + ")";
+      });
+
+  auto cls = nb::class_<Tensor>(m, "Tensor", nb::type_slots(tensor_buffer_slots),
+                                "A strided view over a storage: sizes, strides, offset, dtype, device.");
+  cls.def_prop_ro("shape", [](const Tensor& t) { return int_tuple(t.sizes(), t.ndim()); })
+      .def_prop_ro("ndim", &Tensor::ndim)
+      .def_prop_ro("dtype", [](const Tensor& t) { return dtype_object(t.dtype()); })
+      .def_prop_ro("device", &Tensor::device)
+      .def_prop_ro("nbytes", &Tensor::nbytes)
+      .def_prop_ro("itemsize", &Tensor::itemsize)
+      .def_prop_ro("is_read_only", &Tensor::is_read_only)
+      .def_prop_ro("T", [](const Tensor& t) { return reverse_dims(t); })
+      .def_prop_ro("mT", [](const Tensor& t) { return matrix_transpose(t); })
+      .def("size", [](const Tensor& t, nb::handle dim) -> nb::object {
+        if (dim.is_none()) return int_tuple(t.sizes(), t.ndim());
+        return nb::int_(t.size(nb::cast<int64_t>(dim)));
+      }, nb::arg("dim") = nb::none())
+      .def("stride", [](const Tensor& t, nb::handle dim) -> nb::object {
+        if (dim.is_none()) return int_tuple(t.strides(), t.ndim());
+        return nb::int_(t.stride(nb::cast<int64_t>(dim)));
+      }, nb::arg("dim") = nb::none())
+      .def("storage_offset", &Tensor::storage_offset)
+      .def("numel", &Tensor::numel)
+      .def("dim", &Tensor::ndim)
+      .def("element_size", &Tensor::itemsize)
+      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
+      .def("storage", [](const Tensor& t) { return PyStorage{t.storage()}; })
+      .def("is_contiguous", [](const Tensor& t, nb::handle format) {
+        return t.is_contiguous(to_format(format, MemoryFormat::Contiguous));
+      }, nb::arg("memory_format") = nb::none())
+      .def("__len__", [](const Tensor& t) {
+        ST_CHECK(t.ndim() > 0, Type, "len() of a 0-d tensor");
+        return t.sizes()[0];
+      })
+      // --- views ---
+      .def("as_strided", [](const Tensor& t, nb::handle size, nb::handle stride, std::optional<int64_t> offset) {
+        int64_t sz[kMaxDims], st[kMaxDims];
+        const int64_t n = to_int_list(size, sz, kMaxDims, "as_strided()");
+        const int64_t k = to_int_list(stride, st, kMaxDims, "as_strided()");
+        return as_strided(t, IntList(sz, n), IntList(st, k), offset);
+      }, nb::arg("size"), nb::arg("stride"), nb::arg("storage_offset") = nb::none())
+      .def("permute", [](const Tensor& t, nb::args dims) {
+        int64_t d[kMaxDims];
+        const int64_t n = to_int_list(dims, d, kMaxDims, "permute()");
+        return permute(t, IntList(d, n));
+      }, nb::arg("dims"))
+      .def("transpose", [](const Tensor& t, int64_t a, int64_t b) { return transpose(t, a, b); })
+      .def("t", [](const Tensor& t) {
+        ST_CHECK(t.ndim() <= 2, Runtime, "t(): expects a tensor with <= 2 dims but got ", t.ndim(), "; use .mT or "
+                 ".transpose(a, b)");
+        return t.ndim() < 2 ? t : transpose(t, 0, 1);
+      })
+      .def("select", [](const Tensor& t, int64_t dim, int64_t index) { return select(t, dim, index); })
+      .def("narrow", [](const Tensor& t, int64_t dim, int64_t start, int64_t length) {
+        return narrow(t, dim, start, length);
+      })
+      .def("unsqueeze", [](const Tensor& t, int64_t dim) { return unsqueeze(t, dim); })
+      .def("squeeze", [](const Tensor& t, nb::handle dim) {
+        if (dim.is_none()) return squeeze_all(t);
+        return squeeze(t, nb::cast<int64_t>(dim));
+      }, nb::arg("dim") = nb::none())
+      .def("expand", [](const Tensor& t, nb::args sizes) {
+        int64_t s[kMaxDims];
+        const int64_t n = to_int_list(sizes, s, kMaxDims, "expand()");
+        return expand(t, IntList(s, n));
+      }, nb::arg("sizes"))
+      .def("reshape", [](const Tensor& t, nb::args shape) {
+        int64_t s[kMaxDims];
+        const int64_t n = to_int_list(shape, s, kMaxDims, "reshape()");
+        if (t.nbytes() >= kReleaseGilBytes && !t.is_contiguous()) {  // may copy: let other threads run
+          nb::gil_scoped_release release;
+          return reshape(t, IntList(s, n));
+        }
+        return reshape(t, IntList(s, n));
+      }, nb::arg("shape"))
+      .def("view", [](const Tensor& t, nb::args shape) {
+        if (shape.size() == 1) {
+          nb::handle only = shape[0];
+          if (!PyLong_Check(only.ptr()) && !PyTuple_Check(only.ptr()) && !PyList_Check(only.ptr())) {
+            return view_dtype(t, to_dtype(only, t.dtype(), "view()"));
+          }
+        }
+        int64_t s[kMaxDims];
+        const int64_t n = to_int_list(shape, s, kMaxDims, "view()");
+        return view(t, IntList(s, n));
+      }, nb::arg("shape"))
+      .def("flatten", [](const Tensor& t, int64_t start, int64_t end) { return flatten(t, start, end); },
+           nb::arg("start_dim") = 0, nb::arg("end_dim") = -1)
+      // --- copies ---
+      .def("contiguous", [](nb::handle_t<Tensor> self, nb::handle format) -> nb::object {
+        const Tensor& t = *nb::inst_ptr<Tensor>(self);
+        const MemoryFormat f = to_format(format, MemoryFormat::Contiguous);
+        if (t.is_contiguous(f)) return nb::borrow(self);  // the tensor itself, as in PyTorch
+        Tensor out;
+        {
+          nb::gil_scoped_release release;
+          out = contiguous(t, f);
+        }
+        return nb::cast(std::move(out));
+      }, nb::arg("memory_format") = nb::none())
+      .def("clone", [](const Tensor& t, nb::handle format) {
+        const MemoryFormat f = to_format(format, MemoryFormat::Preserve);
+        nb::gil_scoped_release release;
+        return clone(t, f);
+      }, nb::arg("memory_format") = nb::none())
+      .def("copy_", [](nb::handle_t<Tensor> self, const Tensor& src, bool non_blocking) {
+        copy_with_gil_policy(*nb::inst_ptr<Tensor>(self), src);
+        return nb::borrow(self);
+      }, nb::arg("src"), nb::arg("non_blocking") = false)
+      .def("fill_", [](nb::handle_t<Tensor> self, nb::handle value) {
+        const Tensor& t = *nb::inst_ptr<Tensor>(self);
+        const Scalar s = to_scalar(value, "fill_()");
+        if (t.nbytes() >= kReleaseGilBytes) {
+          nb::gil_scoped_release release;
+          fill_(t, s);
+        } else {
+          fill_(t, s);
+        }
+        return nb::borrow(self);
+      })
+      .def("zero_", [](nb::handle_t<Tensor> self) {
+        const Tensor& t = *nb::inst_ptr<Tensor>(self);
+        if (t.nbytes() >= kReleaseGilBytes) {
+          nb::gil_scoped_release release;
+          fill_(t, Scalar::from_int(0));
+        } else {
+          fill_(t, Scalar::from_int(0));
+        }
+        return nb::borrow(self);
+      })
+      .def("item", [](const Tensor& t) { return scalar_to_python(item(t), t.dtype()); })
+      .def("_to", [](nb::handle_t<Tensor> self, nb::handle device, nb::handle dtype, bool copy) -> nb::object {
+        const Tensor& t = *nb::inst_ptr<Tensor>(self);
+        const Device d = device.is_none() ? t.device() : to_device(device, "to()");
+        const ScalarType ty = to_dtype(dtype, t.dtype(), "to()");
+        if (!copy && d == t.device() && ty == t.dtype()) return nb::borrow(self);  // the tensor itself
+        Tensor out;
+        {
+          nb::gil_scoped_release release;
+          out = to(t, d, ty, true);
+        }
+        return nb::cast(std::move(out));
+      }, nb::arg("device").none(), nb::arg("dtype").none(), nb::arg("copy") = false)
+      .def("_is_same", [](const Tensor& a, const Tensor& b) {
+        return a.storage_impl() == b.storage_impl() && a.storage_offset() == b.storage_offset() &&
+               a.ndim() == b.ndim() && std::equal(a.sizes(), a.sizes() + a.ndim(), b.sizes()) &&
+               std::equal(a.strides(), a.strides() + a.ndim(), b.strides()) && a.dtype() == b.dtype();
+      }, "same storage, offset, sizes, strides and dtype")
+      .def("_has_internal_overlap", [](const Tensor& t) { return has_internal_overlap(t); });
+
+  bind_indexing(cls);
+  bind_dlpack(m, cls);
+}
+
+}  // namespace slimtensor::python

@@ -1,0 +1,162 @@
+// module.cpp: the nanobind module slimtensor._C: registration, error translation, statistics, tracing hooks.
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "common.h"
+#include "slimtensor/device_registry.h"
+#include "slimtensor/error.h"
+#include "slimtensor/events.h"
+#include "slimtensor/memory_stats.h"
+#include "slimtensor/threads.h"
+
+namespace slimtensor::python {
+namespace {
+
+void translate_errors(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const Error& e) {
+    PyObject* type = PyExc_RuntimeError;
+    switch (e.kind()) {
+      case ErrorKind::Value: type = PyExc_ValueError; break;
+      case ErrorKind::Type: type = PyExc_TypeError; break;
+      case ErrorKind::Index: type = PyExc_IndexError; break;
+      case ErrorKind::Memory: type = PyExc_MemoryError; break;
+      case ErrorKind::Buffer: type = PyExc_BufferError; break;
+      case ErrorKind::NotImplemented: type = PyExc_NotImplementedError; break;
+      case ErrorKind::Runtime: type = PyExc_RuntimeError; break;
+    }
+    PyErr_SetString(type, e.what());
+  }
+}
+
+const char* event_kind_name(EventKind k) {
+  switch (k) {
+    case EventKind::StorageAlloc: return "storage_alloc";
+    case EventKind::StorageFree: return "storage_free";
+    case EventKind::TensorCreate: return "tensor_create";
+    case EventKind::TensorDestroy: return "tensor_destroy";
+    case EventKind::Copy: return "copy";
+    case EventKind::HandleCreate: return "handle_create";
+    case EventKind::HandleDelete: return "handle_delete";
+  }
+  return "unknown";
+}
+
+nb::object dtype_name(int8_t code) {
+  if (code < 0) return nb::none();
+  return nb::str(name(static_cast<ScalarType>(code)));
+}
+
+nb::dict event_dict(const Event& e) {
+  nb::dict d;
+  d["kind"] = event_kind_name(e.kind);
+  d["time_ns"] = e.time_ns;
+  d["id"] = e.id;
+  d["storage_id"] = e.storage_id;
+  d["bytes"] = e.bytes;
+  d["device"] = device_string(e.device);
+  d["src_device"] = e.kind == EventKind::Copy ? nb::object(nb::str(device_string(e.src_device).c_str())) : nb::none();
+  d["dtype"] = dtype_name(e.dtype);
+  d["src_dtype"] = dtype_name(e.src_dtype);
+  d["owning"] = e.owning;
+  d["op"] = e.op;
+  d["sizes"] = nb::tuple(nb::cast(e.sizes));
+  d["strides"] = nb::tuple(nb::cast(e.strides));
+  d["offset"] = e.offset;
+  d["src_storage_id"] = e.src_storage_id;
+  return d;
+}
+
+nb::dict stats_dict(DeviceType type) {
+  const MemoryStats s = memory_stats(type);
+  nb::dict d;
+  d["live_bytes"] = s.live_bytes;
+  d["peak_bytes"] = s.peak_bytes;
+  d["live_storages"] = s.live_storages;
+  d["live_tensors"] = s.live_tensors;
+  d["live_aoti_handles"] = s.live_aoti_handles;
+  d["total_allocations"] = s.total_allocations;
+  return d;
+}
+
+}  // namespace
+}  // namespace slimtensor::python
+
+NB_MODULE(_C, m) {
+  using namespace slimtensor;
+  using namespace slimtensor::python;
+  m.doc() = "slimtensor's C++ core, bound with nanobind.";
+  nb::register_exception_translator(translate_errors);
+
+  bind_types(m);
+  bind_tensor(m);
+  bind_factories(m);
+  bind_buffer(m);
+
+  m.def("_memory_stats", [](nb::handle device) {
+    const DeviceType type = device.is_none() ? kCPU : to_device(device, "memory_stats()").type;
+    return stats_dict(type);
+  }, nb::arg("device") = nb::none());
+  m.def("_memory_stats_by_code", [](int code) { return stats_dict(static_cast<DeviceType>(code)); });
+  m.def("reset_peak_memory_stats", [](nb::handle device) {
+    reset_peak_memory(device.is_none() ? kCPU : to_device(device, "reset_peak_memory_stats()").type);
+  }, nb::arg("device") = nb::none());
+  m.def("set_num_threads", &set_num_threads, nb::arg("n"),
+        "Threads slimtensor's own kernels (large copies and fills) may use.");
+  m.def("get_num_threads", &num_threads);
+
+  m.def("_trace_start", &events::start_trace);
+  m.def("_trace_stop", [](size_t token) {
+    std::vector<Event> events = events::stop_trace(token);
+    nb::list out;
+    for (const Event& e : events) out.append(event_dict(e));
+    return out;
+  });
+  m.def("_tracing_active", &events::tracing_active);
+
+  m.def("_register_device_plugin", [](nb::handle capsule, const std::string& source) {
+    void* p = PyCapsule_GetPointer(capsule.ptr(), ST_PLUGIN_CAPSULE_NAME);
+    if (!p) throw nb::python_error();
+    const DeviceEntry& e = register_device_plugin(reinterpret_cast<st_plugin_init_fn>(p), source);
+    return e.name;
+  }, nb::arg("capsule"), nb::arg("source"));
+  m.def("_set_device_autoload_hook", [](nb::object hook) {
+    if (hook.is_none()) {
+      set_device_autoload_hook(nullptr);
+      return;
+    }
+    set_device_autoload_hook([hook]() {
+      nb::gil_scoped_acquire gil;
+      try {
+        hook();
+      } catch (nb::python_error& e) {
+        e.discard_as_unraisable("slimtensor device autoload");
+      }
+    });
+  });
+  m.def("_devices", []() {
+    nb::list out;
+    for (const DeviceEntry* e : registered_devices()) {
+      nb::dict d;
+      int32_t count = 1;
+      std::string reason = e->unavailable_reason;
+      if (e->table && reason.empty() && e->table->device_count(e->table->ctx, &count) != 0) {
+        reason = std::string("device_count failed: ") + e->table->last_error(e->table->ctx);
+        count = 0;
+      }
+      d["name"] = e->name;
+      d["code"] = e->type;
+      d["dlpack_code"] = e->dlpack_device_type;
+      d["available"] = reason.empty();
+      d["reason"] = reason;
+      d["count"] = reason.empty() ? count : 0;
+      d["source"] = e->source;
+      d["plugin_version"] = e->plugin_version;
+      out.append(d);
+    }
+    return out;
+  });
+  m.attr("_PLUGIN_ABI") = nb::make_tuple(ST_PLUGIN_ABI_MAJOR, ST_PLUGIN_ABI_MINOR);
+}

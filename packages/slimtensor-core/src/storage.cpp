@@ -1,0 +1,144 @@
+// storage.cpp: allocation, borrowing and destruction of storages (Note [Storage ownership]).
+#include "slimtensor/storage.h"
+
+#include <cstdlib>
+#include <new>
+
+#include "slimtensor/device_registry.h"
+#include "slimtensor/error.h"
+#include "slimtensor/events.h"
+#include "slimtensor/memory_stats.h"
+
+namespace slimtensor {
+namespace {
+
+constexpr size_t kAlignment = 64;
+// CPU storages up to this size share one allocation with their header: one malloc instead of two keeps
+// small tensors fast. Larger ones get their own block, so big buffers start on a page of their own.
+constexpr int64_t kInlineBlockLimit = 4096;
+constexpr size_t kHeaderBytes = (sizeof(StorageImpl) + kAlignment - 1) / kAlignment * kAlignment;
+
+std::atomic<uint64_t> g_next_id{1};
+
+void* aligned_block(size_t bytes) {
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  return std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+}
+
+void trace_storage(EventKind kind, const StorageImpl& s, const char* op) {
+  Event e;
+  e.kind = kind;
+  e.time_ns = events::now_ns();
+  e.id = s.id();
+  e.storage_id = s.id();
+  e.bytes = s.nbytes();
+  e.device = s.device();
+  e.owning = s.is_owning();
+  e.op = op;
+  events::record(std::move(e));
+}
+
+}  // namespace
+
+StorageImpl* StorageImpl::allocate(Device device, int64_t nbytes) {
+  ST_CHECK(nbytes >= 0, Value, "allocate(): expected a byte count >= 0 but got ", nbytes);
+  StorageImpl* s = nullptr;
+  if (device.type == kCPU) {
+    if (nbytes <= kInlineBlockLimit) {
+      // malloc + manual alignment: glibc's aligned_alloc costs several times more for small blocks.
+      void* block = std::malloc(kHeaderBytes + static_cast<size_t>(nbytes) + kAlignment);
+      if (!block) throw Error(ErrorKind::Memory, "allocate(): out of memory allocating " + std::to_string(nbytes) + " bytes on cpu");
+      const uintptr_t aligned = (reinterpret_cast<uintptr_t>(block) + kAlignment - 1) & ~(uintptr_t{kAlignment} - 1);
+      s = new (reinterpret_cast<void*>(aligned)) StorageImpl();
+      s->inline_block_ = block;
+      s->data_ = nbytes > 0 ? reinterpret_cast<char*>(aligned) + kHeaderBytes : nullptr;
+    } else {
+      void* data = aligned_block(static_cast<size_t>(nbytes));
+      ST_CHECK(data != nullptr, Memory, "allocate(): out of memory allocating ", nbytes, " bytes (",
+               static_cast<double>(nbytes) / (1 << 30), " GiB) on cpu");
+      s = new (std::nothrow) StorageImpl();
+      if (!s) {
+        std::free(data);
+        throw Error(ErrorKind::Memory, "allocate(): out of memory allocating a storage header");
+      }
+      s->data_ = data;
+    }
+  } else {
+    const DeviceEntry& entry = usable_device(device, "allocate()");
+    void* data = nullptr;
+    if (nbytes > 0) {
+      const int rc = entry.table->allocate(entry.table->ctx, device.index, static_cast<uint64_t>(nbytes), &data);
+      ST_CHECK(rc == 0 && data != nullptr, Memory, "allocate(): ", entry.name, ":", device.index,
+               " could not allocate ", nbytes, " bytes: ", entry.table->last_error(entry.table->ctx));
+    }
+    s = new (std::nothrow) StorageImpl();
+    if (!s) {
+      if (data) entry.table->free(entry.table->ctx, device.index, data, static_cast<uint64_t>(nbytes));
+      throw Error(ErrorKind::Memory, "allocate(): out of memory allocating a storage header");
+    }
+    s->data_ = data;
+  }
+  s->nbytes_ = nbytes;
+  s->device_ = device;
+  s->owning_ = true;
+  s->id_ = g_next_id.fetch_add(1, std::memory_order_relaxed);
+  stats::storage_created(device.type, nbytes, true);
+  if (events::tracing_active()) trace_storage(EventKind::StorageAlloc, *s, "allocate");
+  return s;
+}
+
+StorageImpl* StorageImpl::borrow(Device device, void* data, int64_t nbytes, BorrowDeleter deleter, void* context,
+                                 bool read_only, const char* owner) {
+  ST_CHECK(nbytes >= 0, Value, "from_blob(): expected a byte count >= 0 but got ", nbytes);
+  ST_CHECK(data != nullptr || nbytes == 0, Value, "from_blob(): data is null but the view needs ", nbytes,
+           " bytes; pass a valid pointer (null is allowed only for zero elements)");
+  auto* s = new StorageImpl();
+  s->data_ = nbytes > 0 ? data : nullptr;
+  s->nbytes_ = nbytes;
+  s->device_ = device;
+  s->owning_ = false;
+  s->read_only_ = read_only;
+  s->deleter_ = deleter;
+  s->context_ = context;
+  s->id_ = g_next_id.fetch_add(1, std::memory_order_relaxed);
+  // The deleter gets the pointer it was given, even when the storage reports null for zero bytes.
+  s->borrowed_data_ = data;
+  stats::storage_created(device.type, nbytes, false);
+  if (events::tracing_active()) trace_storage(EventKind::StorageAlloc, *s, owner ? owner : "borrowed");
+  return s;
+}
+
+void StorageImpl::destroy() noexcept {
+  if (events::tracing_active()) {
+    try {
+      trace_storage(EventKind::StorageFree, *this, owning_ ? "free" : "release");
+    } catch (...) {
+      // Tracing must never turn a free into a crash; the event is lost.
+    }
+  }
+  stats::storage_destroyed(device_.type, nbytes_, owning_);
+  if (!owning_) {
+    if (deleter_) deleter_(borrowed_data_, context_);
+    delete this;
+    return;
+  }
+  if (device_.type == kCPU) {
+    if (inline_block_) {
+      void* block = inline_block_;
+      this->~StorageImpl();
+      std::free(block);
+      return;
+    }
+    std::free(data_);
+    delete this;
+    return;
+  }
+  if (data_) {
+    // The entry exists: the storage was allocated through it, and entries are never removed.
+    const DeviceEntry* entry = find_device(device_.type);
+    entry->table->free(entry->table->ctx, device_.index, data_, static_cast<uint64_t>(nbytes_));
+  }
+  delete this;
+}
+
+}  // namespace slimtensor
