@@ -10,7 +10,7 @@ from pathlib import Path
 KERNEL_NAME = "slimtensor"
 
 
-def install_kernel_spec(root: Path) -> Path:
+def install_kernel_spec(root: Path, display_name: str = "Python (slimtensor, tests)") -> Path:
     """Write a "slimtensor" kernel spec that starts this very interpreter; returns the kernels dir.
 
     The tests do not depend on `make lab` having registered the kernel in the user's Jupyter dirs, so a
@@ -21,7 +21,7 @@ def install_kernel_spec(root: Path) -> Path:
     spec.mkdir(parents=True, exist_ok=True)
     (spec / "kernel.json").write_text(json.dumps({
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python (slimtensor, tests)",
+        "display_name": display_name,
         "language": "python",
         "env": {"SLIMTENSOR_QUICK": "1", "MPLBACKEND": "Agg", "PYDEVD_DISABLE_FILE_VALIDATION": "1"},
     }))

@@ -60,6 +60,8 @@ def main() -> int:
     parser.add_argument("--notebook", default=str(ROOT / "notebooks" / "01_strides_and_views.ipynb"))
     parser.add_argument("--out", default=str(ROOT / "docs" / "images" / "browser_check.png"))
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds to wait for Run All")
+    parser.add_argument("--focus", default="(3, 2):(4, 2) @ 0",
+                        help="scroll to the layout picture whose title holds this text")
     args = parser.parse_args()
 
     from selenium import webdriver
@@ -77,15 +79,20 @@ def main() -> int:
         root = tmp / "notebooks"
         root.mkdir()
         shutil.copy(notebook, root / notebook.name)   # run a copy: the committed notebook stays clean
-        kernels = install_kernel_spec(tmp / "share")
+        kernels = install_kernel_spec(tmp / "share", display_name="Python (slimtensor)")
+        settings = tmp / "user-settings" / "@jupyterlab" / "apputils-extension"
+        settings.mkdir(parents=True)
+        # no "get notified about Jupyter news?" toast over the screenshot
+        (settings / "notification.jupyterlab-settings").write_text(
+            json.dumps({"fetchNews": "false", "checkForUpdates": False}))
         port, token = free_port(), secrets.token_hex(16)
         url = f"http://127.0.0.1:{port}"
         env = dict(os.environ, JUPYTER_PATH=str(kernels.parent), JUPYTER_CONFIG_DIR=str(tmp / "config"),
                    JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), SE_OFFLINE="true")
         cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
                f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-               "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=", "--LabApp.check_for_updates_class="
-               "jupyterlab.NeverCheckForUpdate"]
+               "--LabApp.expose_app_in_browser=True", f"--LabApp.user_settings_dir={tmp / 'user-settings'}",
+               f"--LabApp.workspaces_dir={tmp / 'workspaces'}"]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-root")
         log = open(tmp / "lab.log", "w")
@@ -102,14 +109,22 @@ def main() -> int:
             browser.get(f"{url}/lab/tree/{notebook.name}?token={token}")
             _wait(browser, "return !!(window.jupyterapp && document.querySelector('.jp-NotebookPanel'))",
                   60, "the notebook to open")
-            _wait(browser, "return document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset"
-                  "?.status === 'idle' || !!document.querySelector('.jp-KernelStatus-success, "
-                  "[data-status=\"idle\"]')", 60, "the slimtensor kernel to start", required=False)
+            kernel_idle = ("const w = window.jupyterapp.shell.currentWidget; return !!(w && w.sessionContext"
+                           " && w.sessionContext.session && w.sessionContext.session.kernel && "
+                           "w.sessionContext.session.kernel.status === 'idle')")
+            _wait(browser, kernel_idle, 90, "the slimtensor kernel to start")
             browser.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-            time.sleep(2)
-            _wait(browser, "const p=[...document.querySelectorAll('.jp-InputArea-prompt')]"
-                  ".map(e=>e.textContent); return p.length>0 && p.every(t=>!t.includes('*')) && "
-                  "p.some(t=>/\\[\\d+\\]/.test(t))", args.timeout, "Run All to finish")
+            started = "return [...document.querySelectorAll('.jp-InputArea-prompt')].some(e => " \
+                      "/\\[(\\*|\\d+)\\]/.test(e.textContent))"
+            _wait(browser, started, 30, "the first cell to start")
+            try:
+                _wait(browser, "const p=[...document.querySelectorAll('.jp-InputArea-prompt')]"
+                      ".map(e=>e.textContent); return p.length>0 && p.every(t=>!t.includes('*')) && "
+                      "p.some(t=>/\\[\\d+\\]/.test(t))", args.timeout, "Run All to finish")
+            except SystemExit:
+                browser.save_screenshot(str(out))
+                print(f"browser_check: the screenshot in {out} shows where it stopped")
+                raise
             errors = browser.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output[data-mime-type="
                                            "'application/vnd.jupyter.stderr'], .jp-RenderedText"
                                            "[data-mime-type='application/vnd.jupyter.error']")
@@ -118,9 +133,11 @@ def main() -> int:
             if not pictures:
                 browser.save_screenshot(str(out))
                 raise SystemExit(f"browser_check: no layout picture rendered (screenshot in {out})")
-            browser.execute_script("arguments[0].scrollIntoView({block: 'start'});"
+            focus = next((p for p in pictures if args.focus in (p.get_attribute("textContent") or "")),
+                         pictures[0])
+            browser.execute_script("arguments[0].closest('.jp-Cell').scrollIntoView({block: 'start'});"
                                    "document.querySelector('.jp-WindowedPanel-outer, .jp-Notebook')"
-                                   ".scrollBy(0, -260);", pictures[0])
+                                   ".scrollBy(0, -40);", focus)
             time.sleep(1)
             browser.save_screenshot(str(out))
             print(f"browser_check: screenshot saved to {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")

@@ -5,11 +5,13 @@ from __future__ import annotations
 import html
 import math
 import os
+import re
 from dataclasses import dataclass
 
 from ._style import MAX_LOGICAL_CELLS, MAX_STORAGE_CELLS
 
 _MODES = ("picture", "text")
+DISPLAY_SCALE = 0.85  # the inline picture is drawn smaller than st.viz.layout's, to sit next to the text
 
 
 @dataclass
@@ -71,11 +73,22 @@ def repr_html(t) -> str | None:
 
     fig = draw_layout(describe_tensor(t, function="_repr_html_"), max_cells=options.max_elements,
                       max_storage=options.max_storage)
-    svg = to_svg(fig)
-    return ('<div class="slimtensor-display" style="display:flex;flex-wrap:wrap;gap:1em;'
-            'align-items:flex-start">'
-            f'<div class="slimtensor-layout" style="max-width:100%;overflow-x:auto">{svg}</div>'
-            f'<pre class="slimtensor-repr" style="margin:0">{html.escape(repr(t))}</pre></div>')
+    svg = _scaled(to_svg(fig), DISPLAY_SCALE)
+    # A one-row table, not CSS flex: JupyterLab's HTML sanitizer keeps tables but may drop layout styles.
+    return ('<table class="slimtensor-display" style="border:none"><tr style="background:none">'
+            f'<td class="slimtensor-layout" valign="top" align="left" style="text-align:left">{svg}</td>'
+            '<td valign="top" align="left" style="text-align:left">'
+            f'<pre class="slimtensor-repr" style="margin:0">{html.escape(repr(t))}</pre></td></tr></table>')
+
+
+def _scaled(svg: str, scale: float) -> str:
+    """Scale an SVG's width and height attributes (its viewBox keeps the drawing intact)."""
+
+    def shrink(m: re.Match) -> str:
+        return f'{m.group(1)}="{float(m.group(2)) * scale:.1f}pt"'
+
+    head, sep, rest = svg.partition(">")
+    return re.sub(r'\b(width|height)="([\d.]+)pt"', shrink, head) + sep + rest
 
 
 def install(tensor_type) -> None:
