@@ -37,7 +37,13 @@ def views(*tensors, names=None, max_cells: int = MAX_VIEW_CELLS, max_storage: in
     lays = [describe_tensor(t, function="views") for t in tensors]
     if names is None:
         names = [chr(ord("a") + i) if i < 26 else f"t{i}" for i in range(len(lays))]
-    elif isinstance(names, str) or len(names) != len(lays):
+    elif not isinstance(names, str):
+        try:
+            names = list(names)
+        except TypeError:
+            raise TypeError(f"views(): names must be a sequence of strings, got {type(names).__name__}") \
+                from None
+    if isinstance(names, str) or len(names) != len(lays):
         raise ValueError(f"views(): names must be a sequence of {len(lays)} strings, one per tensor, "
                          f"got {names!r}")
     names = [str(n) for n in names]
