@@ -19,12 +19,16 @@ def install_kernel_spec(root: Path, display_name: str = "Python (slimtensor, tes
     kernels = root / "kernels"
     spec = kernels / KERNEL_NAME
     spec.mkdir(parents=True, exist_ok=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": display_name,
-        "language": "python",
-        "env": {"SLIMTENSOR_QUICK": "1", "MPLBACKEND": "Agg", "PYDEVD_DISABLE_FILE_VALIDATION": "1"},
-    }))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": display_name,
+                "language": "python",
+                "env": {"SLIMTENSOR_QUICK": "1", "MPLBACKEND": "Agg", "PYDEVD_DISABLE_FILE_VALIDATION": "1"},
+            }
+        )
+    )
     return kernels
 
 
@@ -39,7 +43,8 @@ def execute(path: Path, workdir: Path, kernels: Path, timeout: int = 300):
     ksm = KernelSpecManager(kernel_dirs=[str(kernels)])
     km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=ksm)
     env = dict(os.environ, SLIMTENSOR_QUICK="1")
-    client = NotebookClient(nb, km=km, timeout=timeout, kernel_name=KERNEL_NAME,
-                            resources={"metadata": {"path": str(workdir)}})
+    client = NotebookClient(
+        nb, km=km, timeout=timeout, kernel_name=KERNEL_NAME, resources={"metadata": {"path": str(workdir)}}
+    )
     client.execute(env=env)
     return nb

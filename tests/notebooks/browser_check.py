@@ -37,8 +37,10 @@ def find_executable(names: list[str], what: str) -> str:
         path = shutil.which(name)
         if path:
             return path
-    raise SystemExit(f"browser_check: {what} not found (looked for {', '.join(names)}); install Debian's "
-                     f"packages: sudo apt-get install chromium chromium-driver")
+    raise SystemExit(
+        f"browser_check: {what} not found (looked for {', '.join(names)}); install Debian's "
+        f"packages: sudo apt-get install chromium chromium-driver"
+    )
 
 
 def wait_for_server(url: str, token: str, proc: subprocess.Popen, timeout: float = 90) -> None:
@@ -60,8 +62,11 @@ def main() -> int:
     parser.add_argument("--notebook", default=str(ROOT / "notebooks" / "01_strides_and_views.ipynb"))
     parser.add_argument("--out", default=str(ROOT / "docs" / "images" / "browser_check.png"))
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds to wait for Run All")
-    parser.add_argument("--focus", default="(3, 2):(4, 2) @ 0",
-                        help="scroll to the layout picture whose title holds this text")
+    parser.add_argument(
+        "--focus",
+        default="(3, 2):(4, 2) @ 0",
+        help="scroll to the layout picture whose title holds this text",
+    )
     args = parser.parse_args()
 
     from selenium import webdriver
@@ -78,21 +83,36 @@ def main() -> int:
         tmp = Path(tmp)
         root = tmp / "notebooks"
         root.mkdir()
-        shutil.copy(notebook, root / notebook.name)   # run a copy: the committed notebook stays clean
+        shutil.copy(notebook, root / notebook.name)  # run a copy: the committed notebook stays clean
         kernels = install_kernel_spec(tmp / "share", display_name="Python (slimtensor)")
         settings = tmp / "user-settings" / "@jupyterlab" / "apputils-extension"
         settings.mkdir(parents=True)
         # no "get notified about Jupyter news?" toast over the screenshot
         (settings / "notification.jupyterlab-settings").write_text(
-            json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+            json.dumps({"fetchNews": "false", "checkForUpdates": False})
+        )
         port, token = free_port(), secrets.token_hex(16)
         url = f"http://127.0.0.1:{port}"
-        env = dict(os.environ, JUPYTER_PATH=str(kernels.parent), JUPYTER_CONFIG_DIR=str(tmp / "config"),
-                   JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), SE_OFFLINE="true")
-        cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-               f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-               "--LabApp.expose_app_in_browser=True", f"--LabApp.user_settings_dir={tmp / 'user-settings'}",
-               f"--LabApp.workspaces_dir={tmp / 'workspaces'}"]
+        env = dict(
+            os.environ,
+            JUPYTER_PATH=str(kernels.parent),
+            JUPYTER_CONFIG_DIR=str(tmp / "config"),
+            JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
+            SE_OFFLINE="true",
+        )
+        cmd = [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}",
+            "--LabApp.expose_app_in_browser=True",
+            f"--LabApp.user_settings_dir={tmp / 'user-settings'}",
+            f"--LabApp.workspaces_dir={tmp / 'workspaces'}",
+        ]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-root")
         log = open(tmp / "lab.log", "w")
@@ -102,45 +122,72 @@ def main() -> int:
             wait_for_server(url, token, lab)
             options = webdriver.ChromeOptions()
             options.binary_location = chromium
-            for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                         "--window-size=1400,1600", "--hide-scrollbars"):
+            for flag in (
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-dev-shm-usage",
+                "--disable-gpu",
+                "--window-size=1400,1600",
+                "--hide-scrollbars",
+            ):
                 options.add_argument(flag)
             browser = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
             browser.get(f"{url}/lab/tree/{notebook.name}?token={token}")
-            _wait(browser, "return !!(window.jupyterapp && document.querySelector('.jp-NotebookPanel'))",
-                  60, "the notebook to open")
-            kernel_idle = ("const w = window.jupyterapp.shell.currentWidget; return !!(w && w.sessionContext"
-                           " && w.sessionContext.session && w.sessionContext.session.kernel && "
-                           "w.sessionContext.session.kernel.status === 'idle')")
+            _wait(
+                browser,
+                "return !!(window.jupyterapp && document.querySelector('.jp-NotebookPanel'))",
+                60,
+                "the notebook to open",
+            )
+            kernel_idle = (
+                "const w = window.jupyterapp.shell.currentWidget; return !!(w && w.sessionContext"
+                " && w.sessionContext.session && w.sessionContext.session.kernel && "
+                "w.sessionContext.session.kernel.status === 'idle')"
+            )
             _wait(browser, kernel_idle, 90, "the slimtensor kernel to start")
             browser.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-            started = "return [...document.querySelectorAll('.jp-InputArea-prompt')].some(e => " \
-                      "/\\[(\\*|\\d+)\\]/.test(e.textContent))"
+            started = (
+                "return [...document.querySelectorAll('.jp-InputArea-prompt')].some(e => "
+                "/\\[(\\*|\\d+)\\]/.test(e.textContent))"
+            )
             _wait(browser, started, 30, "the first cell to start")
             try:
-                _wait(browser, "const p=[...document.querySelectorAll('.jp-InputArea-prompt')]"
-                      ".map(e=>e.textContent); return p.length>0 && p.every(t=>!t.includes('*')) && "
-                      "p.some(t=>/\\[\\d+\\]/.test(t))", args.timeout, "Run All to finish")
+                _wait(
+                    browser,
+                    "const p=[...document.querySelectorAll('.jp-InputArea-prompt')]"
+                    ".map(e=>e.textContent); return p.length>0 && p.every(t=>!t.includes('*')) && "
+                    "p.some(t=>/\\[\\d+\\]/.test(t))",
+                    args.timeout,
+                    "Run All to finish",
+                )
             except SystemExit:
                 browser.save_screenshot(str(out))
                 print(f"browser_check: the screenshot in {out} shows where it stopped")
                 raise
-            errors = browser.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output[data-mime-type="
-                                           "'application/vnd.jupyter.stderr'], .jp-RenderedText"
-                                           "[data-mime-type='application/vnd.jupyter.error']")
+            errors = browser.find_elements(
+                By.CSS_SELECTOR,
+                ".jp-OutputArea-output[data-mime-type="
+                "'application/vnd.jupyter.stderr'], .jp-RenderedText"
+                "[data-mime-type='application/vnd.jupyter.error']",
+            )
             pictures = browser.find_elements(By.CSS_SELECTOR, ".slimtensor-layout svg")
             print(f"browser_check: {len(pictures)} layout pictures rendered, {len(errors)} error outputs")
             if not pictures:
                 browser.save_screenshot(str(out))
                 raise SystemExit(f"browser_check: no layout picture rendered (screenshot in {out})")
-            focus = next((p for p in pictures if args.focus in (p.get_attribute("textContent") or "")),
-                         pictures[0])
-            browser.execute_script("arguments[0].closest('.jp-Cell').scrollIntoView({block: 'start'});"
-                                   "document.querySelector('.jp-WindowedPanel-outer, .jp-Notebook')"
-                                   ".scrollBy(0, -40);", focus)
+            focus = next(
+                (p for p in pictures if args.focus in (p.get_attribute("textContent") or "")), pictures[0]
+            )
+            browser.execute_script(
+                "arguments[0].closest('.jp-Cell').scrollIntoView({block: 'start'});"
+                "document.querySelector('.jp-WindowedPanel-outer, .jp-Notebook')"
+                ".scrollBy(0, -40);",
+                focus,
+            )
             time.sleep(1)
             browser.save_screenshot(str(out))
-            print(f"browser_check: screenshot saved to {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
+            shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
+            print(f"browser_check: screenshot saved to {shown}")
             return 1 if errors else 0
         finally:
             if browser is not None:

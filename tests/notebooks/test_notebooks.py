@@ -13,8 +13,12 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 OURS = ["01_strides_and_views", "02_memory_lifetimes", "03_devices_and_plugins", "05_aoti_without_libtorch"]
 
 # At least this many pictures (layout SVGs through rich display, or returned Figures) per notebook.
-MIN_PICTURES = {"01_strides_and_views": 8, "02_memory_lifetimes": 3, "03_devices_and_plugins": 1,
-                "05_aoti_without_libtorch": 0}
+MIN_PICTURES = {
+    "01_strides_and_views": 8,
+    "02_memory_lifetimes": 3,
+    "03_devices_and_plugins": 1,
+    "05_aoti_without_libtorch": 0,
+}
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +52,12 @@ def pictures(nb) -> int:
 
 
 def stream_text(nb) -> str:
-    return "".join(out.get("text", "") for c in nb.cells for out in c.get("outputs", [])
-                   if out.get("output_type") == "stream")
+    return "".join(
+        out.get("text", "")
+        for c in nb.cells
+        for out in c.get("outputs", [])
+        if out.get("output_type") == "stream"
+    )
 
 
 @pytest.mark.parametrize("name", OURS)
@@ -59,7 +67,8 @@ def test_percent_source_and_ipynb_are_in_sync(name):
     ipynb = jupytext.read(NOTEBOOKS / f"{name}.ipynb")
     strip = [(c.cell_type, c.source.strip()) for c in py.cells]
     assert strip == [(c.cell_type, c.source.strip()) for c in ipynb.cells], (
-        f"notebooks/{name}.py and .ipynb differ: run `jupytext --sync notebooks/{name}.py`")
+        f"notebooks/{name}.py and .ipynb differ: run `jupytext --sync notebooks/{name}.py`"
+    )
     assert ipynb.metadata.get("kernelspec", {}).get("name") == "slimtensor"
 
 

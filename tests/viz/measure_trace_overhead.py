@@ -50,10 +50,14 @@ def main() -> None:
     off_ns, on_ns = statistics.median(off), statistics.median(on)
     print(f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}")
     print(f"empty Python loop:             {per_loop_ns():7.1f} ns per iteration")
-    print(f"t.permute(1, 0), no trace:     {off_ns:7.1f} ns per view (median of {REPEATS} x {N}; "
-          f"range {min(off):.1f}-{max(off):.1f})")
-    print(f"t.permute(1, 0), trace active: {on_ns:7.1f} ns per view (range {min(on):.1f}-{max(on):.1f}; "
-          f"{events / (REPEATS * N):.1f} events per view)")
+    print(
+        f"t.permute(1, 0), no trace:     {off_ns:7.1f} ns per view (median of {REPEATS} x {N}; "
+        f"range {min(off):.1f}-{max(off):.1f})"
+    )
+    print(
+        f"t.permute(1, 0), trace active: {on_ns:7.1f} ns per view (range {min(on):.1f}-{max(on):.1f}; "
+        f"{events / (REPEATS * N):.1f} events per view)"
+    )
     print(f"recording costs {on_ns - off_ns:+.1f} ns per view ({(on_ns - off_ns) / off_ns * 100:+.0f}%)")
 
 

@@ -7,7 +7,6 @@ import threading
 
 import numpy as np
 import pytest
-
 import slimtensor as st
 from slimtensor.trace import EVENT_KINDS, Event, Trace
 
@@ -42,8 +41,14 @@ def test_a_view_keeps_its_storage_alive_until_the_view_dies():
             gc.collect()
         del v
         gc.collect()
-    assert kinds(tr) == ["storage_alloc", "tensor_create", "tensor_create", "tensor_destroy",
-                         "tensor_destroy", "storage_free"]
+    assert kinds(tr) == [
+        "storage_alloc",
+        "tensor_create",
+        "tensor_create",
+        "tensor_destroy",
+        "tensor_destroy",
+        "storage_free",
+    ]
     alloc, made, viewed, gone1, gone2, free = tr.events
     assert (made.op, viewed.op) == ("empty", "permute")
     assert [gone1.id, gone2.id] == [made.id, viewed.id]  # t dies first, then v, then the storage
@@ -64,7 +69,11 @@ def test_contiguous_of_a_transpose_copies_into_a_new_storage():
     assert len(copies) == 1
     assert (copies[0].src_storage_id, copies[0].storage_id, copies[0].bytes) == (src, dst, 24)
     assert (copies[0].src_dtype, copies[0].dtype, copies[0].src_device, copies[0].device) == (
-        "float32", "float32", "cpu", "cpu")
+        "float32",
+        "float32",
+        "cpu",
+        "cpu",
+    )
     allocs = [e for e in tr.events if e.kind == "storage_alloc"]
     assert [a.id for a in allocs] == [dst]
     assert tr.summary().alive == [(dst, 24, "cpu")]
@@ -85,11 +94,11 @@ def test_borrowed_numpy_memory_names_its_owner_and_frees_with_the_last_tensor():
 
 def test_summary_counts_and_peak():
     with st.trace() as tr:
-        a = st.empty((256,), dtype=st.float32)   # 1 KiB
-        b = st.empty((512,), dtype=st.float32)   # 2 KiB, live together with a: peak 3 KiB
+        a = st.empty((256,), dtype=st.float32)  # 1 KiB
+        b = st.empty((512,), dtype=st.float32)  # 2 KiB, live together with a: peak 3 KiB
         del a, b
         gc.collect()
-        c = st.empty((128,), dtype=st.float32)   # 512 B, alive at the end
+        c = st.empty((128,), dtype=st.float32)  # 512 B, alive at the end
     s = tr.summary()
     assert (s.allocations, s.frees) == (3, 2)
     assert s.bytes_allocated == 1024 + 2048 + 512 and s.bytes_freed == 1024 + 2048
@@ -142,10 +151,10 @@ def test_no_events_outside_a_trace():
 def test_misuse_is_explained():
     tr = st.trace()
     with pytest.raises(RuntimeError, match="not started"):
-        tr.events
+        _ = tr.events
     with tr:
         with pytest.raises(RuntimeError, match="still recording"):
-            tr.events
+            _ = tr.events
     with pytest.raises(RuntimeError, match="records once"):
         with tr:
             pass

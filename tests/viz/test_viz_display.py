@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 import slimtensor as st
 
 pytest.importorskip("matplotlib", reason="the picture is drawn with matplotlib")
@@ -35,7 +34,9 @@ def test_text_mode_and_size_limit_fall_back_to_text():
 
 
 def test_set_display_rejects_bad_values():
-    with pytest.raises(ValueError, match=r"set_display\(\): mode must be one of 'picture', 'text', got 'svg'"):
+    with pytest.raises(
+        ValueError, match=r"set_display\(\): mode must be one of 'picture', 'text', got 'svg'"
+    ):
         st.set_display("svg")
     with pytest.raises(ValueError, match=r"set_display\(\): max_elements must be a positive int, got 0"):
         st.set_display(max_elements=0)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import slimtensor as st
 from slimtensor.viz._style import element_colour
 
@@ -17,9 +16,11 @@ def grid_labels(fig) -> list[int]:
     ax = axes(fig, "logical")
     cells = patches(ax, "logical-cell")
     # every cell has its label at its centre; read them in row-major order of their positions
-    by_pos = {(round(t.get_position()[1] - 0.5, 3), round(t.get_position()[0] - 0.5, 3)): t.get_text()
-              for t in ax.texts}
-    keyed = sorted(((round(c.get_y(), 3), round(c.get_x(), 3)) for c in cells))
+    by_pos = {
+        (round(t.get_position()[1] - 0.5, 3), round(t.get_position()[0] - 0.5, 3)): t.get_text()
+        for t in ax.texts
+    }
+    keyed = sorted((round(c.get_y(), 3), round(c.get_x(), 3)) for c in cells)
     return [int(by_pos[k]) for k in keyed]
 
 
@@ -59,14 +60,17 @@ def test_cell_colour_is_the_colour_of_its_storage_element():
     fig = st.viz.layout(v)
     strip = axes(fig, "storage")
     colours = {round(p.get_x() - 1.0): p.get_facecolor() for p in patches(strip, "storage-reached")}
-    for cell, label in zip(sorted(patches(axes(fig, "logical"), "logical-cell"),
-                                  key=lambda c: (c.get_y(), c.get_x())), grid_labels(fig)):
+    for cell, label in zip(
+        sorted(patches(axes(fig, "logical"), "logical-cell"), key=lambda c: (c.get_y(), c.get_x())),
+        grid_labels(fig),
+        strict=True,
+    ):
         assert cell.get_facecolor() == colours[label]
         assert cell.get_facecolor()[:3] == pytest.approx(_rgb(element_colour(label)))
 
 
 def _rgb(hex_colour: str) -> tuple[float, float, float]:
-    return tuple(int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    return tuple(int(hex_colour[i : i + 2], 16) / 255 for i in (1, 3, 5))
 
 
 def test_expand_marks_self_overlap_with_counts():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 
 import pytest
-
 import slimtensor as st
 from slimtensor.trace import Trace
 
@@ -43,8 +42,17 @@ def test_one_lane_per_device_from_saved_records():
     records = [
         {"kind": "storage_alloc", "time_ns": 10, "id": 1, "bytes": 64, "device": "cpu", "owning": True},
         {"kind": "storage_alloc", "time_ns": 20, "id": 2, "bytes": 64, "device": "cuda:0", "owning": True},
-        {"kind": "copy", "time_ns": 30, "storage_id": 2, "src_storage_id": 1, "bytes": 64,
-         "device": "cuda:0", "src_device": "cpu", "dtype": "float32", "src_dtype": "float32"},
+        {
+            "kind": "copy",
+            "time_ns": 30,
+            "storage_id": 2,
+            "src_storage_id": 1,
+            "bytes": 64,
+            "device": "cuda:0",
+            "src_device": "cpu",
+            "dtype": "float32",
+            "src_dtype": "float32",
+        },
         {"kind": "storage_free", "time_ns": 40, "id": 1, "bytes": 64, "device": "cpu"},
     ]
     fig = st.viz.lifetimes(Trace.from_records(records))
@@ -55,8 +63,10 @@ def test_one_lane_per_device_from_saved_records():
 
 
 def test_max_storages_limits_the_rows_and_says_so():
-    records = [{"kind": "storage_alloc", "time_ns": i, "id": i + 1, "bytes": 4, "device": "cpu",
-                "owning": True} for i in range(10)]
+    records = [
+        {"kind": "storage_alloc", "time_ns": i, "id": i + 1, "bytes": 4, "device": "cpu", "owning": True}
+        for i in range(10)
+    ]
     fig = st.viz.lifetimes(Trace.from_records(records), max_storages=4)
     ax = axes(fig, "lifetimes")
     assert len(patches(ax, "storage-bar")) == 4

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import slimtensor as st
 
 from ._figures import axes, patches, texts
@@ -24,7 +23,10 @@ def test_two_halves_and_a_middle_window():
     assert len(patches(strip, "lane-unreached")) == 3 * 12 - 16
     assert {"first", "second", "middle"} <= set(texts(strip))
     assert [a.get_title() for a in fig.axes if a.get_label().startswith("logical")] == [
-        "first  (6,):(1,) @ 0", "second  (6,):(1,) @ 6", "middle  (4,):(1,) @ 4"]
+        "first  (6,):(1,) @ 0",
+        "second  (6,):(1,) @ 6",
+        "middle  (4,):(1,) @ 4",
+    ]
 
 
 def test_a_tensor_and_its_transpose_overlap_everywhere():
@@ -41,8 +43,11 @@ def test_disjoint_views_have_no_overlap():
 
 def test_views_refuse_tensors_of_different_storages():
     a, b = st.zeros((2,)), st.zeros((2,))
-    with pytest.raises(ValueError, match=r"views\(\): the tensors must share one storage, got a on #\d+, "
-                                         r"b on #\d+"):
+    with pytest.raises(
+        ValueError,
+        match=r"views\(\): the tensors must share one storage, got a on #\d+, "
+        r"b on #\d+",
+    ):
         st.viz.views(a, b)
 
 

@@ -9,8 +9,15 @@ from dataclasses import asdict, dataclass, field, fields
 
 __all__ = ["Event", "StorageLife", "TensorLife", "Trace", "TraceSummary", "trace", "EVENT_KINDS"]
 
-EVENT_KINDS = ("storage_alloc", "storage_free", "tensor_create", "tensor_destroy", "copy",
-               "handle_create", "handle_delete")
+EVENT_KINDS = (
+    "storage_alloc",
+    "storage_free",
+    "tensor_create",
+    "tensor_destroy",
+    "copy",
+    "handle_create",
+    "handle_delete",
+)
 
 
 @dataclass(frozen=True)
@@ -46,8 +53,9 @@ class Event:
             raise TypeError(f"Event.from_record(): expected a mapping, got {type(record).__name__}")
         kind = record.get("kind")
         if kind not in EVENT_KINDS:
-            raise ValueError(f"Event.from_record(): kind must be one of {', '.join(EVENT_KINDS)}, "
-                             f"got {kind!r}")
+            raise ValueError(
+                f"Event.from_record(): kind must be one of {', '.join(EVENT_KINDS)}, got {kind!r}"
+            )
         if "time_ns" not in record:
             raise ValueError("Event.from_record(): the record has no time_ns")
         names = {f.name for f in fields(cls)}
@@ -73,11 +81,15 @@ class Event:
         if k in ("tensor_create", "tensor_destroy"):
             shape = ", ".join(map(str, self.sizes)) + ("," if len(self.sizes) == 1 else "")
             stride = ", ".join(map(str, self.strides)) + ("," if len(self.strides) == 1 else "")
-            return (f"{k} t{self.id} {self.op or '?'} ({shape}):({stride}) @ {self.offset} "
-                    f"on storage #{self.storage_id}")
+            return (
+                f"{k} t{self.id} {self.op or '?'} ({shape}):({stride}) @ {self.offset} "
+                f"on storage #{self.storage_id}"
+            )
         if k == "copy":
-            return (f"copy {self.bytes} B #{self.src_storage_id} {self.src_device} {self.src_dtype} -> "
-                    f"#{self.storage_id} {self.device} {self.dtype}")
+            return (
+                f"copy {self.bytes} B #{self.src_storage_id} {self.src_device} {self.src_dtype} -> "
+                f"#{self.storage_id} {self.device} {self.dtype}"
+            )
         return f"{k} h{self.id} on storage #{self.storage_id}"
 
 
@@ -102,10 +114,10 @@ class StorageLife:
     id: int
     device: str
     bytes: int
-    owning: bool | None         # None: allocated before the trace, so not known
+    owning: bool | None  # None: allocated before the trace, so not known
     owner: str
-    allocated_ns: int | None    # None: allocated before the trace started
-    freed_ns: int | None        # None: still alive when the trace stopped
+    allocated_ns: int | None  # None: allocated before the trace started
+    freed_ns: int | None  # None: still alive when the trace stopped
     tensors: list[TensorLife] = field(default_factory=list)
     handles: list[TensorLife] = field(default_factory=list)
 
@@ -121,7 +133,7 @@ class TraceSummary:
     bytes_allocated: int
     bytes_freed: int
     peak_bytes: dict[str, int]
-    alive: list[tuple[int, int, str]]   # (storage id, bytes, device) allocated in the trace, never freed
+    alive: list[tuple[int, int, str]]  # (storage id, bytes, device) allocated in the trace, never freed
     tensors_created: int
     tensors_destroyed: int
     copies: int
@@ -135,16 +147,18 @@ class TraceSummary:
     def __str__(self) -> str:
         peak = ", ".join(f"{d} {_bytes(b)}" for d, b in self.peak_bytes.items()) or "none"
         alive = ", ".join(f"#{i} ({_bytes(b)} {d})" for i, b, d in self.alive) or "none"
-        return "\n".join([
-            f"trace of {sum(self.events.values())} events over {self.duration_ns / 1e3:.1f} µs",
-            f"  storages: {self.allocations} allocated ({_bytes(self.bytes_allocated)}), "
-            f"{self.frees} freed ({_bytes(self.bytes_freed)})",
-            f"  peak live bytes allocated in the trace: {peak}",
-            f"  still alive at stop: {alive}",
-            f"  tensors and views: {self.tensors_created} created, {self.tensors_destroyed} destroyed",
-            f"  copies: {self.copies} ({_bytes(self.bytes_copied)})",
-            f"  AOTI handles: {self.handles_created} created, {self.handles_deleted} deleted",
-        ])
+        return "\n".join(
+            [
+                f"trace of {sum(self.events.values())} events over {self.duration_ns / 1e3:.1f} µs",
+                f"  storages: {self.allocations} allocated ({_bytes(self.bytes_allocated)}), "
+                f"{self.frees} freed ({_bytes(self.bytes_freed)})",
+                f"  peak live bytes allocated in the trace: {peak}",
+                f"  still alive at stop: {alive}",
+                f"  tensors and views: {self.tensors_created} created, {self.tensors_destroyed} destroyed",
+                f"  copies: {self.copies} ({_bytes(self.bytes_copied)})",
+                f"  AOTI handles: {self.handles_created} created, {self.handles_deleted} deleted",
+            ]
+        )
 
     def __repr__(self) -> str:
         return str(self)
@@ -192,12 +206,14 @@ class Trace:
         self._fit_clock()
 
     @classmethod
-    def from_records(cls, records: Iterable[Mapping], *, start_ns: int | None = None,
-                     stop_ns: int | None = None) -> Trace:
+    def from_records(
+        cls, records: Iterable[Mapping], *, start_ns: int | None = None, stop_ns: int | None = None
+    ) -> Trace:
         """A finished Trace from event dicts, as the core or ``to_records()`` produces (saved traces)."""
         if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Iterable):
-            raise TypeError(f"Trace.from_records(): expected an iterable of event dicts, "
-                            f"got {type(records).__name__}")
+            raise TypeError(
+                f"Trace.from_records(): expected an iterable of event dicts, got {type(records).__name__}"
+            )
         tr = cls()
         tr._events = sorted((Event.from_record(r) for r in records), key=lambda e: e.time_ns)
         tr.start_ns, tr.stop_ns = start_ns, stop_ns
@@ -226,8 +242,9 @@ class Trace:
     def events(self) -> list[Event]:
         if self._events is None:
             state = "still recording" if self.recording else "not started"
-            raise RuntimeError(f"Trace.events: the trace is {state}; read it after the `with st.trace() "
-                               f"as tr:` block")
+            raise RuntimeError(
+                f"Trace.events: the trace is {state}; read it after the `with st.trace() as tr:` block"
+            )
         return self._events
 
     def __len__(self) -> int:
@@ -249,8 +266,10 @@ class Trace:
         try:
             import pandas as pd
         except ImportError as e:
-            raise ImportError("Trace.to_dataframe() needs pandas, which is not installed: "
-                              "pip install pandas (or read Trace.events / Trace.to_records())") from e
+            raise ImportError(
+                "Trace.to_dataframe() needs pandas, which is not installed: "
+                "pip install pandas (or read Trace.events / Trace.to_records())"
+            ) from e
         df = pd.DataFrame(self.to_records(), columns=[f.name for f in fields(Event)])
         df.insert(1, "t_us", (df["time_ns"] - self.start_ns) / 1e3)
         return df
@@ -318,13 +337,19 @@ class Trace:
         return TraceSummary(
             duration_ns=(self.stop_ns or 0) - (self.start_ns or 0),
             events={k: kinds[k] for k in EVENT_KINDS if kinds[k]},
-            allocations=kinds["storage_alloc"], frees=freed,
-            bytes_allocated=sum(e.bytes for e in allocated.values()), bytes_freed=bytes_freed,
+            allocations=kinds["storage_alloc"],
+            frees=freed,
+            bytes_allocated=sum(e.bytes for e in allocated.values()),
+            bytes_freed=bytes_freed,
             peak_bytes=peak,
             alive=[(i, e.bytes, e.device) for i, e in allocated.items() if i not in freed_ids],
-            tensors_created=kinds["tensor_create"], tensors_destroyed=kinds["tensor_destroy"],
-            copies=kinds["copy"], bytes_copied=sum(e.bytes for e in evs if e.kind == "copy"),
-            handles_created=kinds["handle_create"], handles_deleted=kinds["handle_delete"])
+            tensors_created=kinds["tensor_create"],
+            tensors_destroyed=kinds["tensor_destroy"],
+            copies=kinds["copy"],
+            bytes_copied=sum(e.bytes for e in evs if e.kind == "copy"),
+            handles_created=kinds["handle_create"],
+            handles_deleted=kinds["handle_delete"],
+        )
 
     def __repr__(self) -> str:
         if self._events is None:

@@ -19,15 +19,16 @@ class DisplayOptions:
     """What ``Tensor._repr_html_`` shows; changed with ``st.set_display``."""
 
     mode: str = "picture"
-    max_elements: int = MAX_LOGICAL_CELLS        # above this many elements: text only
-    max_storage: int = MAX_STORAGE_CELLS         # storage strip summarised above this many elements
+    max_elements: int = MAX_LOGICAL_CELLS  # above this many elements: text only
+    max_storage: int = MAX_STORAGE_CELLS  # storage strip summarised above this many elements
 
 
 options = DisplayOptions(mode="text" if os.environ.get("SLIMTENSOR_DISPLAY", "") == "text" else "picture")
 
 
-def set_display(mode: str | None = None, *, max_elements: int | None = None,
-                max_storage: int | None = None) -> DisplayOptions:
+def set_display(
+    mode: str | None = None, *, max_elements: int | None = None, max_storage: int | None = None
+) -> DisplayOptions:
     """Choose how tensors display in Jupyter and return the previous options.
 
     ``mode``: "picture" (the layout picture as SVG next to the text repr, the default) or "text" (the
@@ -71,14 +72,19 @@ def repr_html(t) -> str | None:
     from ._mpl import to_svg
     from .layout import draw_layout
 
-    fig = draw_layout(describe_tensor(t, function="_repr_html_"), max_cells=options.max_elements,
-                      max_storage=options.max_storage)
+    fig = draw_layout(
+        describe_tensor(t, function="_repr_html_"),
+        max_cells=options.max_elements,
+        max_storage=options.max_storage,
+    )
     svg = _scaled(to_svg(fig), DISPLAY_SCALE)
     # A one-row table, not CSS flex: JupyterLab's HTML sanitizer keeps tables but may drop layout styles.
-    return ('<table class="slimtensor-display" style="border:none"><tr style="background:none">'
-            f'<td class="slimtensor-layout" valign="top" align="left" style="text-align:left">{svg}</td>'
-            '<td valign="top" align="left" style="text-align:left">'
-            f'<pre class="slimtensor-repr" style="margin:0">{html.escape(repr(t))}</pre></td></tr></table>')
+    return (
+        '<table class="slimtensor-display" style="border:none"><tr style="background:none">'
+        f'<td class="slimtensor-layout" valign="top" align="left" style="text-align:left">{svg}</td>'
+        '<td valign="top" align="left" style="text-align:left">'
+        f'<pre class="slimtensor-repr" style="margin:0">{html.escape(repr(t))}</pre></td></tr></table>'
+    )
 
 
 def _scaled(svg: str, scale: float) -> str:

@@ -42,7 +42,7 @@ class Layout:
 
     def element(self, index: tuple[int, ...]) -> int:
         """The storage element that logical ``index`` maps to: offset + sum(index[d] * strides[d])."""
-        return self.offset + sum(i * s for i, s in zip(index, self.strides))
+        return self.offset + sum(i * s for i, s in zip(index, self.strides, strict=True))
 
     def indices(self):
         """Every logical index, in row-major order."""
@@ -55,7 +55,7 @@ class Layout:
         """
         if self.numel == 0:
             return (self.offset, self.offset)
-        hi = self.offset + sum((n - 1) * s for n, s in zip(self.shape, self.strides)) + 1
+        hi = self.offset + sum((n - 1) * s for n, s in zip(self.shape, self.strides, strict=True)) + 1
         return (self.offset, hi)
 
     def hits(self) -> Counter[int]:
@@ -67,7 +67,7 @@ class Layout:
         if self.numel == 0:
             return Counter()
         counts: Counter[int] = Counter({self.offset: 1})
-        for n, s in zip(self.shape, self.strides):
+        for n, s in zip(self.shape, self.strides, strict=True):
             if n == 1:
                 continue
             if s == 0:
@@ -83,7 +83,7 @@ class Layout:
     def is_contiguous(self) -> bool:
         """Row-major contiguity, with PyTorch's rule that dimensions of size 1 may have any stride."""
         expected = 1
-        for n, s in zip(reversed(self.shape), reversed(self.strides)):
+        for n, s in zip(reversed(self.shape), reversed(self.strides), strict=True):
             if n == 1:
                 continue
             if s != expected:
@@ -94,8 +94,8 @@ class Layout:
     def is_unique(self) -> bool:
         """No two logical elements share a storage element (mdspan's is_unique).
 
-        Exact (counted) for spans up to ``EXACT_LIMIT`` elements; above it a sufficient stride test decides, which
-        may call some unusual unique layouts overlapping.
+        Exact (counted) for spans up to ``EXACT_LIMIT`` elements; above it a sufficient stride test
+        decides, which may call some unusual unique layouts overlapping.
         """
         if self.numel == 0:
             return True
@@ -103,7 +103,7 @@ class Layout:
         if hi - lo <= EXACT_LIMIT:
             return len(self.hits()) == self.numel
         reach = 0  # the largest distance covered by the dimensions with smaller strides
-        for s, n in sorted((s, n) for n, s in zip(self.shape, self.strides) if n > 1):
+        for s, n in sorted((s, n) for n, s in zip(self.shape, self.strides, strict=True) if n > 1):
             if s <= reach:
                 return False
             reach += (n - 1) * s
@@ -133,17 +133,26 @@ def _tuple(values: tuple[int, ...]) -> str:
 
 def describe_tensor(t, *, function: str) -> Layout:
     """Read a tensor's layout through its public API; ``function`` names the caller in error messages."""
-    missing = [name for name in ("shape", "stride", "storage_offset", "storage", "dtype")
-               if not hasattr(t, name)]
+    missing = [
+        name for name in ("shape", "stride", "storage_offset", "storage", "dtype") if not hasattr(t, name)
+    ]
     if missing:
-        raise TypeError(f"{function}(): expected a slimtensor.Tensor, got {type(t).__module__}."
-                        f"{type(t).__qualname__} (it has no {', '.join(missing)})")
+        raise TypeError(
+            f"{function}(): expected a slimtensor.Tensor, got {type(t).__module__}."
+            f"{type(t).__qualname__} (it has no {', '.join(missing)})"
+        )
     shape = tuple(int(n) for n in t.shape)
     strides = tuple(int(s) for s in t.stride())
     itemsize = int(t.dtype.itemsize)
     storage = t.storage()
     storage_nbytes = int(storage.nbytes)
-    return Layout(shape=shape, strides=strides, offset=int(t.storage_offset()), itemsize=itemsize,
-                  dtype=str(t.dtype.name), device=str(t.device),
-                  storage_elements=storage_nbytes // itemsize if itemsize else 0,
-                  storage_id=int(storage.id))
+    return Layout(
+        shape=shape,
+        strides=strides,
+        offset=int(t.storage_offset()),
+        itemsize=itemsize,
+        dtype=str(t.dtype.name),
+        device=str(t.device),
+        storage_elements=storage_nbytes // itemsize if itemsize else 0,
+        storage_id=int(storage.id),
+    )

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from ._geometry import Layout
 from ._style import GRID_EDGE, font_size
 
-EDGE_ITEMS = 3          # cells kept at each end of a summarised row or column (numpy prints 3 too)
-EDGE_PANELS = 1         # small multiples kept at each end of a summarised leading dimension
-PANEL_ROW_UNITS = 28    # small multiples wrap onto a new row beyond this width (in cells)
+EDGE_ITEMS = 3  # cells kept at each end of a summarised row or column (numpy prints 3 too)
+EDGE_PANELS = 1  # small multiples kept at each end of a summarised leading dimension
+PANEL_ROW_UNITS = 28  # small multiples wrap onto a new row beyond this width (in cells)
 
 
 def shown_indices(n: int, edge: int, summarise: bool) -> list[int | None]:
@@ -30,7 +30,7 @@ class GridPlan:
     summarised: bool
     rows: list[int | None]
     cols: list[int | None]
-    panels: list[tuple[int | None, ...]]   # leading indices of each small multiple (() below rank 3)
+    panels: list[tuple[int | None, ...]]  # leading indices of each small multiple (() below rank 3)
     per_row: int
 
     @classmethod
@@ -82,31 +82,60 @@ def draw_grid(ax, plan: GridPlan, style: Callable[[tuple[int, ...], int], dict],
         y0 = (k // plan.per_row) * ph + title_h + 1.0
         if lay.ndim > 2:
             where = ", ".join("⋯" if i is None else str(i) for i in lead)
-            ax.text(x0 + len(plan.cols) / 2, y0 - 1.35, f"[{where}, :, :]", ha="center", va="center",
-                    fontsize=8, family="monospace")
+            ax.text(
+                x0 + len(plan.cols) / 2,
+                y0 - 1.35,
+                f"[{where}, :, :]",
+                ha="center",
+                va="center",
+                fontsize=8,
+                family="monospace",
+            )
         if any(i is None for i in lead):
-            ax.text(x0 + len(plan.cols) / 2, y0 + len(plan.rows) / 2, "⋯", ha="center", va="center",
-                    fontsize=14)
+            ax.text(
+                x0 + len(plan.cols) / 2, y0 + len(plan.rows) / 2, "⋯", ha="center", va="center", fontsize=14
+            )
             continue
         for ci, c in enumerate(plan.cols):
             if lay.ndim >= 1:
-                ax.text(x0 + ci + 0.5, y0 - 0.4, "⋯" if c is None else str(c), ha="center", va="center",
-                        fontsize=6, color="#555555")
+                ax.text(
+                    x0 + ci + 0.5,
+                    y0 - 0.4,
+                    "⋯" if c is None else str(c),
+                    ha="center",
+                    va="center",
+                    fontsize=6,
+                    color="#555555",
+                )
         for ri, r in enumerate(plan.rows):
             if lay.ndim >= 2:
-                ax.text(x0 - 0.4, y0 + ri + 0.5, "⋮" if r is None else str(r), ha="center", va="center",
-                        fontsize=6, color="#555555")
+                ax.text(
+                    x0 - 0.4,
+                    y0 + ri + 0.5,
+                    "⋮" if r is None else str(r),
+                    ha="center",
+                    va="center",
+                    fontsize=6,
+                    color="#555555",
+                )
             for ci, c in enumerate(plan.cols):
                 if r is None or c is None:
-                    ax.text(x0 + ci + 0.5, y0 + ri + 0.5, "⋮" if r is None else "⋯", ha="center",
-                            va="center", fontsize=9)
+                    ax.text(
+                        x0 + ci + 0.5,
+                        y0 + ri + 0.5,
+                        "⋮" if r is None else "⋯",
+                        ha="center",
+                        va="center",
+                        fontsize=9,
+                    )
                     continue
                 index = plan.index(lead, r, c)
                 element = lay.element(index)
                 kwargs = {"edgecolor": GRID_EDGE, "linewidth": 0.6, **style(index, element)}
                 label = kwargs.pop("label", str(element))
                 ax.add_patch(Rectangle((x0 + ci, y0 + ri), 1, 1, gid=gid, **kwargs))
-                ax.text(x0 + ci + 0.5, y0 + ri + 0.5, label, ha="center", va="center",
-                        fontsize=font_size(label))
+                ax.text(
+                    x0 + ci + 0.5, y0 + ri + 0.5, label, ha="center", va="center", fontsize=font_size(label)
+                )
                 drawn += 1
     return drawn

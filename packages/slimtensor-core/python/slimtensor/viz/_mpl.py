@@ -11,8 +11,9 @@ def figure_class():
     try:
         from matplotlib.figure import Figure
     except ImportError as e:  # pragma: no cover - exercised only without matplotlib
-        raise ImportError("slimtensor.viz needs matplotlib: pip install 'slimtensor-core[viz]' "
-                          "(or pip install matplotlib)") from e
+        raise ImportError(
+            "slimtensor.viz needs matplotlib: pip install 'slimtensor-core[viz]' (or pip install matplotlib)"
+        ) from e
     global _VizFigure
     if _VizFigure is None:
 

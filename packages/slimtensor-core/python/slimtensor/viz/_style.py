@@ -9,11 +9,11 @@ ELEMENT_COLOURS = ("#a6cee3", "#b2df8a", "#fdbf6f", "#cab2d6", "#fb9a99", "#ffff
 TENSOR_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 # (no red among them: red marks overlaps)
 
-UNREACHED_HATCH = "//"       # storage the view does not reach
-OVERLAP_EDGE = "#d62728"     # outline of a storage element reached more than once (self-overlap)
+UNREACHED_HATCH = "//"  # storage the view does not reach
+OVERLAP_EDGE = "#d62728"  # outline of a storage element reached more than once (self-overlap)
 GRID_EDGE = "#333333"
-CELL_INCHES = 0.36           # side of one drawn cell
-STRIP_WRAP = 32              # storage elements per row of the storage strip
+CELL_INCHES = 0.36  # side of one drawn cell
+STRIP_WRAP = 32  # storage elements per row of the storage strip
 
 # Limits beyond which a picture summarises instead of drawing every cell.
 MAX_LOGICAL_CELLS = 256

@@ -98,24 +98,51 @@ def _draw_strip(ax, lay: Layout, hits, wrap: int) -> None:
         x, y = 1.0 + e % wrap, 1.0 + (e // wrap) * row_h
         count = hits.get(e, 0)
         if count:
-            style = {"facecolor": element_colour(e), "edgecolor": GRID_EDGE, "linewidth": 0.6,
-                     "gid": "storage-reached"}
+            style = {
+                "facecolor": element_colour(e),
+                "edgecolor": GRID_EDGE,
+                "linewidth": 0.6,
+                "gid": "storage-reached",
+            }
             if count > 1:
                 style.update(edgecolor=OVERLAP_EDGE, linewidth=2.0, gid="storage-overlap")
-                ax.text(x + 0.5, y + 1.25, f"×{count}", ha="center", va="center", fontsize=6,
-                        color=OVERLAP_EDGE)
+                ax.text(
+                    x + 0.5, y + 1.25, f"×{count}", ha="center", va="center", fontsize=6, color=OVERLAP_EDGE
+                )
         else:
-            style = {"facecolor": "white", "edgecolor": "#999999", "linewidth": 0.6,
-                     "hatch": UNREACHED_HATCH, "gid": "storage-unreached"}
+            style = {
+                "facecolor": "white",
+                "edgecolor": "#999999",
+                "linewidth": 0.6,
+                "hatch": UNREACHED_HATCH,
+                "gid": "storage-unreached",
+            }
         ax.add_patch(Rectangle((x, y), 1, 1, **style))
-        ax.text(x + 0.5, y + 0.5, str(e), ha="center", va="center", fontsize=font_size(str(e)),
-                color="black" if count else "#777777",
-                bbox={"boxstyle": "square,pad=0.05", "facecolor": "white", "edgecolor": "none",
-                      "alpha": 0.0 if count else 0.8})
+        ax.text(
+            x + 0.5,
+            y + 0.5,
+            str(e),
+            ha="center",
+            va="center",
+            fontsize=font_size(str(e)),
+            color="black" if count else "#777777",
+            bbox={
+                "boxstyle": "square,pad=0.05",
+                "facecolor": "white",
+                "edgecolor": "none",
+                "alpha": 0.0 if count else 0.8,
+            },
+        )
     reached = len(hits)
     lo, hi = lay.span()
-    ax.text(1.0, 0.35, f"storage #{lay.storage_id}: {n} × {lay.itemsize} B · reached {reached} · "
-            f"hatched {n - reached} · span [{lo}, {hi})", fontsize=7, va="center")
+    ax.text(
+        1.0,
+        0.35,
+        f"storage #{lay.storage_id}: {n} × {lay.itemsize} B · reached {reached} · "
+        f"hatched {n - reached} · span [{lo}, {hi})",
+        fontsize=7,
+        va="center",
+    )
 
 
 def _draw_summarised_strip(ax, lay: Layout) -> None:
@@ -125,17 +152,42 @@ def _draw_summarised_strip(ax, lay: Layout) -> None:
     n = lay.storage_elements
     scale = 24.0 / n
     lo, hi = lay.span()
-    ax.add_patch(Rectangle((1.0, 1.0), 24.0, 1.0, facecolor="white", edgecolor="#999999",
-                           hatch=UNREACHED_HATCH, gid="storage-summary"))
+    ax.add_patch(
+        Rectangle(
+            (1.0, 1.0),
+            24.0,
+            1.0,
+            facecolor="white",
+            edgecolor="#999999",
+            hatch=UNREACHED_HATCH,
+            gid="storage-summary",
+        )
+    )
     exhaustive = lay.is_exhaustive()
     width = max((hi - lo) * scale, 0.15) if hi > lo else 0.0
     if width:
-        ax.add_patch(Rectangle((1.0 + lo * scale, 1.0), width, 1.0, facecolor=element_colour(0),
-                               edgecolor=GRID_EDGE, hatch=None if exhaustive else "..",
-                               gid="storage-span"))
+        ax.add_patch(
+            Rectangle(
+                (1.0 + lo * scale, 1.0),
+                width,
+                1.0,
+                facecolor=element_colour(0),
+                edgecolor=GRID_EDGE,
+                hatch=None if exhaustive else "..",
+                gid="storage-span",
+            )
+        )
     ax.text(1.0, 2.6, "0", fontsize=6, ha="left", va="center")
     ax.text(25.0, 2.6, str(n), fontsize=6, ha="right", va="center")
-    how = "every element once" if exhaustive else (
-        f"{lay.numel} logical elements" + ("" if lay.is_unique() else ", self-overlapping"))
-    ax.text(1.0, 0.35, f"storage #{lay.storage_id}: {n} × {lay.itemsize} B (summarised) · "
-            f"span [{lo}, {hi}) · reaches {how}", fontsize=7, va="center")
+    how = (
+        "every element once"
+        if exhaustive
+        else (f"{lay.numel} logical elements" + ("" if lay.is_unique() else ", self-overlapping"))
+    )
+    ax.text(
+        1.0,
+        0.35,
+        f"storage #{lay.storage_id}: {n} × {lay.itemsize} B (summarised) · span [{lo}, {hi}) · reaches {how}",
+        fontsize=7,
+        va="center",
+    )

@@ -6,9 +6,9 @@ from ..trace import StorageLife, Trace
 from ._mpl import new_figure
 from ._style import GRID_EDGE, UNREACHED_HATCH, tensor_colour
 
-MAX_STORAGES = 60          # storage rows drawn; the rest are counted in a note
-MAX_TENSORS_PER_ROW = 10   # tensor bars drawn under one storage; the rest are counted in its label
-TENSOR_ROW = 0.42          # height of one tensor sub-row, in storage rows
+MAX_STORAGES = 60  # storage rows drawn; the rest are counted in a note
+MAX_TENSORS_PER_ROW = 10  # tensor bars drawn under one storage; the rest are counted in its label
+TENSOR_ROW = 0.42  # height of one tensor sub-row, in storage rows
 
 
 def lifetimes(tr, *, max_storages: int = MAX_STORAGES):
@@ -20,8 +20,10 @@ def lifetimes(tr, *, max_storages: int = MAX_STORAGES):
     Copies are arrows from the source storage to the destination storage at the time of the copy.
     """
     if not isinstance(tr, Trace):
-        raise TypeError(f"lifetimes(): expected a finished slimtensor Trace (from `with st.trace() as tr:`),"
-                        f" got {type(tr).__name__}")
+        raise TypeError(
+            f"lifetimes(): expected a finished slimtensor Trace (from `with st.trace() as tr:`),"
+            f" got {type(tr).__name__}"
+        )
     if isinstance(max_storages, bool) or not isinstance(max_storages, int) or max_storages < 1:
         raise ValueError(f"lifetimes(): max_storages must be a positive int, got {max_storages!r}")
     events = tr.events  # raises while recording
@@ -36,7 +38,7 @@ def lifetimes(tr, *, max_storages: int = MAX_STORAGES):
 
     devices = list(dict.fromkeys(s.device for s in shown))
     rows: dict[int, float] = {}
-    layout: list[tuple[str, float, float]] = []   # (device, top, bottom) of each lane
+    layout: list[tuple[str, float, float]] = []  # (device, top, bottom) of each lane
     y = 0.0
     for device in devices:
         top = y
@@ -50,10 +52,14 @@ def lifetimes(tr, *, max_storages: int = MAX_STORAGES):
     ax = fig.subplots()
     ax.set_label("lifetimes")
     x_end = x(stop, stop)
-    for k, (device, top, bottom) in enumerate(layout):
+    for k, (_device, top, bottom) in enumerate(layout):
         ax.axhspan(top - 0.15, bottom - 0.15, color="#f4f4f4" if k % 2 == 0 else "white", zorder=0)
-    ax.set_yticks([(top + bottom) / 2 - 0.15 for _, top, bottom in layout],
-                  [device for device, _, _ in layout], fontsize=8, fontweight="bold")
+    ax.set_yticks(
+        [(top + bottom) / 2 - 0.15 for _, top, bottom in layout],
+        [device for device, _, _ in layout],
+        fontsize=8,
+        fontweight="bold",
+    )
     ax.tick_params(axis="y", length=0)
     for i, s in enumerate(shown):
         _draw_storage(ax, s, rows[s.id], tensor_colour(i), x, start, stop)
@@ -82,14 +88,33 @@ def _draw_storage(ax, s: StorageLife, y: float, colour: str, x, start: int, stop
 
     x0, x1 = x(s.allocated_ns, start), x(s.freed_ns, stop)
     width = max(x1 - x0, (x(stop, stop) or 1) * 0.004)
-    ax.add_patch(Rectangle((x0, y), width, 0.8, facecolor=colour, edgecolor=GRID_EDGE, linewidth=0.6,
-                           alpha=0.85, gid="storage-bar"))
+    ax.add_patch(
+        Rectangle(
+            (x0, y),
+            width,
+            0.8,
+            facecolor=colour,
+            edgecolor=GRID_EDGE,
+            linewidth=0.6,
+            alpha=0.85,
+            gid="storage-bar",
+        )
+    )
     for edge_open, at in ((s.allocated_ns is None, x0), (s.freed_ns is None, x0 + width)):
         if edge_open:  # existed before the trace, or outlived it
             w = width * 0.06
-            ax.add_patch(Rectangle((at - w if at > x0 else at, y), w, 0.8, facecolor="white",
-                                   edgecolor=GRID_EDGE, linewidth=0.6, hatch=UNREACHED_HATCH,
-                                   gid="storage-open-end"))
+            ax.add_patch(
+                Rectangle(
+                    (at - w if at > x0 else at, y),
+                    w,
+                    0.8,
+                    facecolor="white",
+                    edgecolor=GRID_EDGE,
+                    linewidth=0.6,
+                    hatch=UNREACHED_HATCH,
+                    gid="storage-open-end",
+                )
+            )
     if s.owning is None:
         how = "allocated before the trace"
     else:
@@ -97,15 +122,29 @@ def _draw_storage(ax, s: StorageLife, y: float, colour: str, x, start: int, stop
     alive = ", alive at stop" if s.freed_ns is None else ""
     extra = len(s.tensors) + len(s.handles) - MAX_TENSORS_PER_ROW
     more = f", +{extra} more tensors" if extra > 0 else ""
-    ax.text(x0, y + 0.4, f" #{s.id} {s.bytes} B {how}{alive}{more}", va="center", ha="left", fontsize=7,
-            clip_on=True)
+    ax.text(
+        x0,
+        y + 0.4,
+        f" #{s.id} {s.bytes} B {how}{alive}{more}",
+        va="center",
+        ha="left",
+        fontsize=7,
+        clip_on=True,
+    )
     users = [(t, "tensor") for t in s.tensors] + [(h, "handle") for h in s.handles]
     for j, (t, what) in enumerate(users[:MAX_TENSORS_PER_ROW]):
         ty = y + 0.85 + j * TENSOR_ROW
         t0, t1 = x(t.created_ns, start), x(t.destroyed_ns, stop)
-        ax.add_patch(Rectangle((t0, ty), max(t1 - t0, width * 0.01), TENSOR_ROW * 0.7,
-                               facecolor="#555555" if what == "tensor" else "#b8860b", edgecolor="none",
-                               gid=f"{what}-bar"))
+        ax.add_patch(
+            Rectangle(
+                (t0, ty),
+                max(t1 - t0, width * 0.01),
+                TENSOR_ROW * 0.7,
+                facecolor="#555555" if what == "tensor" else "#b8860b",
+                edgecolor="none",
+                gid=f"{what}-bar",
+            )
+        )
         shape = ",".join(map(str, t.sizes))
         label = f"AOTI handle h{t.id}" if what == "handle" else f"t{t.id} {t.op or '?'} ({shape})"
         ax.text(t1, ty + TENSOR_ROW * 0.35, f" {label}", va="center", ha="left", fontsize=6, clip_on=True)
@@ -114,7 +153,16 @@ def _draw_storage(ax, s: StorageLife, y: float, colour: str, x, start: int, stop
 def _draw_copy(ax, at: float, y_src: float, y_dst: float, nbytes: int) -> None:
     from matplotlib.patches import FancyArrowPatch
 
-    ax.add_patch(FancyArrowPatch((at, y_src + 0.4), (at, y_dst + 0.4), arrowstyle="-|>", mutation_scale=10,
-                                 color="#d62728", linewidth=1.2, connectionstyle="arc3,rad=0.25",
-                                 gid="copy-arrow"))
+    ax.add_patch(
+        FancyArrowPatch(
+            (at, y_src + 0.4),
+            (at, y_dst + 0.4),
+            arrowstyle="-|>",
+            mutation_scale=10,
+            color="#d62728",
+            linewidth=1.2,
+            connectionstyle="arc3,rad=0.25",
+            gid="copy-arrow",
+        )
+    )
     ax.text(at, (y_src + y_dst) / 2 + 0.4, f" copy {nbytes} B", fontsize=6, color="#d62728", va="center")
