@@ -210,7 +210,7 @@ st.viz.layout(big)
 # %%
 previous = st.set_display("text")
 display(t)  # noqa: F821 - IPython's display
-st.set_display(previous.mode);
+_ = st.set_display(previous.mode)
 
 # %% [markdown]
 # **What to remember:** a view is new metadata over old memory; strides say where each step goes;
