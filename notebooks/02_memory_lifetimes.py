@@ -137,12 +137,16 @@ st.viz.lifetimes(tr)
 
 # %%
 def find_libslimtensor():
-    here = Path(st.__file__).parent
-    for pattern in ("libslimtensor*.so*", "libslimtensor*.dylib", "**/libslimtensor*.so*"):
-        found = sorted(here.glob(pattern))
-        if found:
-            return found[0]
-    return None
+    """The libslimtensor that slimtensor._C already uses: loading another copy would start a second core."""
+    try:
+        with open("/proc/self/maps") as maps:  # Linux: the file actually mapped into this process
+            for line in maps:
+                if "libslimtensor" in line:
+                    return Path(line.split()[-1])
+    except OSError:
+        pass
+    found = sorted(Path(st.__file__).parent.rglob("libslimtensor*.dylib"))  # macOS
+    return found[0] if found else None
 
 
 lib_path = find_libslimtensor()

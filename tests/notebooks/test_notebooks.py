@@ -105,3 +105,14 @@ def test_notebook_01_pictures_hold_the_layouts(executed):
     assert len(re.findall(r"fill: ?url\(#h", picture("(4, 3):(1, 4) @ 0"))) == 0
     # expand: three storage elements, each reached four times
     assert picture("(4, 3):(0, 1) @ 0").count("×4") == 3
+
+
+@pytest.mark.slow
+def test_notebook_05_runs_the_model_or_says_why_not(executed):
+    text = stream_text(executed("05_aoti_without_libtorch"))
+    if "skipped:" in text:
+        assert "torch is not installed" in text or "AOTI runner is not available" in text
+    else:
+        assert "matches torch: True" in text
+        assert "torch imported in this kernel: False" in text
+        assert re.search(r"handles created / deleted: (\d+) / \1", text), "every AOTI handle is deleted"

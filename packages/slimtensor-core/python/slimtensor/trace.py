@@ -90,7 +90,7 @@ class Event:
                 f"copy {self.bytes} B #{self.src_storage_id} {self.src_device} {self.src_dtype} -> "
                 f"#{self.storage_id} {self.device} {self.dtype}"
             )
-        return f"{k} h{self.id} on storage #{self.storage_id}"
+        return f"{k} h{self.id:#x} on storage #{self.storage_id}"
 
 
 @dataclass
@@ -303,8 +303,8 @@ class Trace:
             elif e.kind in ("tensor_destroy", "handle_delete"):
                 table, where = (tensors, "tensors") if e.kind == "tensor_destroy" else (handles, "handles")
                 t = table.pop(e.id, None)
-                if t is None:  # made before the trace started
-                    t = TensorLife(e.id, e.storage_id, e.op, e.sizes, e.strides, e.offset, None, None)
+                if t is None:  # made before the trace started: the operation that made it is unknown
+                    t = TensorLife(e.id, e.storage_id, "", e.sizes, e.strides, e.offset, None, None)
                     if e.storage_id:
                         getattr(life(e.storage_id, e), where).append(t)
                 t.destroyed_ns = e.time_ns

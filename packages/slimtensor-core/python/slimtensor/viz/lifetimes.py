@@ -119,13 +119,14 @@ def _draw_storage(ax, s: StorageLife, y: float, colour: str, x, start: int, stop
         how = "allocated before the trace"
     else:
         how = "owning" if s.owning else f"borrowed from {s.owner or 'an owner'}"
+    size = f" {s.bytes} B" if s.bytes or s.owning is not None else ""  # unknown if made before the trace
     alive = ", alive at stop" if s.freed_ns is None else ""
     extra = len(s.tensors) + len(s.handles) - MAX_TENSORS_PER_ROW
     more = f", +{extra} more tensors" if extra > 0 else ""
     ax.text(
-        x0,
+        x0 + (width * 0.06 if s.allocated_ns is None else 0.0),  # after the hatched open start
         y + 0.4,
-        f" #{s.id} {s.bytes} B {how}{alive}{more}",
+        f" #{s.id}{size} {how}{alive}{more}",
         va="center",
         ha="left",
         fontsize=7,
@@ -146,7 +147,8 @@ def _draw_storage(ax, s: StorageLife, y: float, colour: str, x, start: int, stop
             )
         )
         shape = ",".join(map(str, t.sizes))
-        label = f"AOTI handle h{t.id}" if what == "handle" else f"t{t.id} {t.op or '?'} ({shape})"
+        made = t.op or "made before the trace"
+        label = f"AOTI handle h{t.id:#x} {made}" if what == "handle" else f"t{t.id} {made} ({shape})"
         ax.text(t1, ty + TENSOR_ROW * 0.35, f" {label}", va="center", ha="left", fontsize=6, clip_on=True)
 
 
