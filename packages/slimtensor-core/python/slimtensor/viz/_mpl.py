@@ -44,5 +44,5 @@ def to_svg(fig) -> str:
 
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none"}):
-        fig.savefig(buf, format="svg")
+        fig.savefig(buf, format="svg", bbox_inches="tight", pad_inches=0.05)
     return _XML_PREAMBLE.sub("", buf.getvalue(), count=1)
