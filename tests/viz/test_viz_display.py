@@ -40,3 +40,7 @@ def test_set_display_rejects_bad_values():
         st.set_display("svg")
     with pytest.raises(ValueError, match=r"set_display\(\): max_elements must be a positive int, got 0"):
         st.set_display(max_elements=0)
+    with pytest.raises(TypeError, match=r"set_display\(\): mode must be a str, got bool"):
+        st.set_display(False)
+    with pytest.raises(TypeError, match=r"set_display\(\): max_storage must be an int, got float"):
+        st.set_display(max_storage=2.5)

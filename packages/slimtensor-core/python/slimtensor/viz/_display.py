@@ -35,10 +35,16 @@ def set_display(
     text repr only; also ``SLIMTENSOR_DISPLAY=text`` in the environment). ``max_elements``: tensors with
     more elements display as text only. ``max_storage``: longer storages are summarised in the picture.
     """
+    if mode is not None and not isinstance(mode, str):
+        raise TypeError(f"set_display(): mode must be a str, got {type(mode).__name__}")
     if mode is not None and mode not in _MODES:
         raise ValueError(f"set_display(): mode must be one of {', '.join(map(repr, _MODES))}, got {mode!r}")
     for name, value in (("max_elements", max_elements), ("max_storage", max_storage)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"set_display(): {name} must be an int, got {type(value).__name__}")
+        if value < 1:
             raise ValueError(f"set_display(): {name} must be a positive int, got {value!r}")
     previous = DisplayOptions(options.mode, options.max_elements, options.max_storage)
     if mode is not None:
