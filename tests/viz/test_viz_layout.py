@@ -127,3 +127,15 @@ def test_bad_arguments_raise_clear_errors():
         st.viz.layout(t, max_cells=0)
     with pytest.raises(TypeError, match=r"layout\(\): max_storage must be an int, got str"):
         st.viz.layout(t, max_storage="9")
+
+
+def test_pictures_are_plain_figures_that_display_as_svg():
+    from matplotlib.figure import Figure
+
+    fig = st.viz.layout(st.zeros((2, 2)))
+    assert isinstance(fig, Figure)
+    svg = fig._repr_svg_()
+    assert svg.startswith("<svg") and "(2, 2):(2, 1) @ 0" in svg
+    import pickle
+
+    assert isinstance(pickle.loads(pickle.dumps(fig)), Figure)

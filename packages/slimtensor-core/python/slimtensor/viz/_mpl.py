@@ -7,27 +7,14 @@ import re
 
 
 def figure_class():
-    """The Figure subclass every picture returns: a plain matplotlib Figure that displays itself as SVG."""
+    """The Figure subclass every picture returns (imports matplotlib on first use)."""
     try:
-        from matplotlib.figure import Figure
+        from ._figure import VizFigure
     except ImportError as e:  # pragma: no cover - exercised only without matplotlib
         raise ImportError(
             "slimtensor.viz needs matplotlib: pip install 'slimtensor-core[viz]' (or pip install matplotlib)"
         ) from e
-    global _VizFigure
-    if _VizFigure is None:
-
-        class VizFigure(Figure):
-            """A matplotlib Figure that Jupyter shows as SVG without pyplot or an inline backend."""
-
-            def _repr_svg_(self) -> str:
-                return to_svg(self)
-
-        _VizFigure = VizFigure
-    return _VizFigure
-
-
-_VizFigure = None
+    return VizFigure
 
 
 def new_figure(width: float, height: float):
