@@ -139,3 +139,19 @@ def test_pictures_are_plain_figures_that_display_as_svg():
     import pickle
 
     assert isinstance(pickle.loads(pickle.dumps(fig)), Figure)
+
+
+def test_memory_walk_goes_down_columns_after_a_transpose():
+    t = st.arange(12, dtype=st.float32).reshape(3, 4)
+
+    def walk(fig):
+        lines = [ln for ln in axes(fig, "logical").lines if ln.get_gid() == "memory-walk"]
+        assert len(lines) == 1
+        return list(lines[0].get_xdata()), list(lines[0].get_ydata())
+
+    xs, ys = walk(st.viz.layout(t))
+    assert len(xs) == 12 and len(set(ys[:4])) == 1 and len(set(xs[:4])) == 4  # along a row first
+    xs, ys = walk(st.viz.layout(t.T))
+    assert len(xs) == 12 and len(set(xs[:4])) == 1 and len(set(ys[:4])) == 4  # down a column first
+    xs, _ = walk(st.viz.layout(st.arange(3, dtype=st.float32).expand(4, 3)))
+    assert len(xs) == 3  # shared elements are visited once

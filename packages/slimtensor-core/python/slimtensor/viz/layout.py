@@ -18,6 +18,7 @@ from ._style import (
 )
 
 MIN_WIDTH_CELLS = 18  # narrower pictures cannot hold their captions
+MAX_WALK_CELLS = 64  # the memory-order line is drawn on grids up to this many cells
 
 
 def check_limit(function: str, name: str, value) -> int:
@@ -64,8 +65,12 @@ def draw_layout(lay: Layout, *, max_cells: int, max_storage: int):
         return {"facecolor": element_colour(element)}
 
     draw_grid(ax_grid, plan, cell_style, gid="logical-cell")
+    walked = _draw_memory_walk(ax_grid, plan)
     _frame(ax_grid, units, grid_h)
-    ax_grid.set_title("logical view" + (" (summarised)" if plan.summarised else ""), fontsize=8, loc="left")
+    title = "logical view" + (" (summarised)" if plan.summarised else "")
+    if walked:
+        title += " · the line visits the cells in memory order"
+    ax_grid.set_title(title, fontsize=8, loc="left")
 
     if strip_summarised:
         _draw_summarised_strip(ax_strip, lay)
@@ -76,6 +81,35 @@ def draw_layout(lay: Layout, *, max_cells: int, max_storage: int):
     fig.text(0.5, 0.0, lay.describe(), ha="center", va="bottom", fontsize=7, color="#444444")
     fig.slimtensor_layout = lay  # what the picture shows, for tests and tooling
     return fig
+
+
+def _draw_memory_walk(ax, plan: GridPlan) -> bool:
+    """A line through the cell centres in storage order, for small grids of rank 1 or 2.
+
+    Row by row for a contiguous tensor, column by column after a transpose, and so on: contiguity you
+    can see. Cells that share an element (expand) are visited once, at their first logical index.
+    """
+    lay = plan.layout
+    if plan.summarised or not 2 <= lay.numel <= MAX_WALK_CELLS or lay.ndim not in (1, 2):
+        return False
+    first: dict[int, tuple[float, float]] = {}
+    for ri, r in enumerate(plan.rows):
+        for ci, c in enumerate(plan.cols):
+            element = lay.element(plan.index((), r, c))
+            first.setdefault(element, (1.0 + ci + 0.22, 1.0 + ri + 0.78))  # clear of the centred label
+    if len(first) < 2:
+        return False
+    xs, ys = zip(*(first[e] for e in sorted(first)), strict=True)
+    ax.plot(xs, ys, color="#222222", linewidth=0.8, alpha=0.45, zorder=3, gid="memory-walk")
+    ax.plot(xs[:1], ys[:1], marker="o", markersize=3, color="#333333", alpha=0.6, zorder=3)
+    ax.annotate(
+        "",
+        xy=(xs[-1], ys[-1]),
+        xytext=(xs[-2], ys[-2]),
+        zorder=3,
+        arrowprops={"arrowstyle": "-|>", "color": "#333333", "alpha": 0.6, "linewidth": 1.0},
+    )
+    return True
 
 
 def _frame(ax, w: float, h: float) -> None:
