@@ -69,8 +69,11 @@ test: build-test
 	$(TEST_VENV)/bin/python -m pytest
 
 # --- other verbs ----------------------------------------------------------------------------------
+STUBGEN := SLIMTENSOR_STUBGEN=1 $(TEST_VENV)/bin/python -m nanobind.stubgen -q -m slimtensor._C \
+           -p $(CORE)/python/stubgen_patterns.txt
+
 stubs: build-test
-	$(TEST_VENV)/bin/python -m nanobind.stubgen -q -m slimtensor._C -o $(CORE)/python/slimtensor/_C.pyi
+	$(STUBGEN) -o $(CORE)/python/slimtensor/_C.pyi
 
 bench: build-test
 	$(TEST_VENV)/bin/python -m slimtensor.bench --out benchmarks/results/latest.json

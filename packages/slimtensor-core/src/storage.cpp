@@ -42,6 +42,7 @@ void trace_storage(EventKind kind, const StorageImpl& s, const char* op) {
 
 StorageImpl* StorageImpl::allocate(Device device, int64_t nbytes) {
   ST_CHECK(nbytes >= 0, Value, "allocate(): expected a byte count >= 0 but got ", nbytes);
+  if (device.index < 0) device.index = 0;  // "cuda" means the current device: index 0 (no plugin switches it)
   StorageImpl* s = nullptr;
   if (device.type == kCPU) {
     if (nbytes <= kInlineBlockLimit) {
@@ -92,6 +93,7 @@ StorageImpl* StorageImpl::borrow(Device device, void* data, int64_t nbytes, Borr
   ST_CHECK(nbytes >= 0, Value, "from_blob(): expected a byte count >= 0 but got ", nbytes);
   ST_CHECK(data != nullptr || nbytes == 0, Value, "from_blob(): data is null but the view needs ", nbytes,
            " bytes; pass a valid pointer (null is allowed only for zero elements)");
+  if (device.index < 0) device.index = 0;
   auto* s = new StorageImpl();
   s->data_ = nbytes > 0 ? data : nullptr;
   s->nbytes_ = nbytes;

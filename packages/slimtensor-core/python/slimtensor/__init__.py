@@ -24,16 +24,29 @@ from ._dtypes import *  # noqa: F403  (float32, bfloat16, ...: one object per dt
 from ._dtypes import dtypes
 from ._interop import arange, asarray, from_numpy
 from ._devices import devices, memory_stats, set_num_threads
-from . import _tensor_methods  # noqa: F401  (repr, numpy(), tolist(), to(), pickling)
+from . import _plugins
+from ._plugins import load_plugins
+
+# Device plugins load lazily: on st.devices(), or when the core first meets an unknown device name.
+_plugins.install_autoload_hook(_C)
+import os as _os
+
+# The typing-stub generator must see the compiled module alone (stubgen_patterns.txt adds these methods).
+if _os.environ.get("SLIMTENSOR_STUBGEN") != "1":
+    from . import _tensor_methods  # noqa: F401  (repr, numpy(), tolist(), to(), pickling)
 
 __version__ = "0.1.0"
 
 
 def cmake_prefix() -> str:
-    """The prefix for CMake's find_package(slimtensor): pass it as -DCMAKE_PREFIX_PATH=..."""
+    """The prefix for CMake's find_package(slimtensor): pass it as -DCMAKE_PREFIX_PATH=...
+
+    It is the folder of the compiled module, which holds include/ and lib/ (in an editable install the
+    Python sources live elsewhere).
+    """
     import os
 
-    return os.path.dirname(os.path.abspath(__file__))
+    return os.path.dirname(os.path.abspath(_C.__file__))
 
 
 def include_dir() -> str:

@@ -29,7 +29,7 @@ def devices() -> list[DeviceInfo]:
     """The registered device types (CPU first), loading device plugins on first use."""
     from . import _plugins
 
-    _plugins.load_plugins()
+    _plugins.autoload()  # once per process; off under SLIMTENSOR_DEVICE_AUTOLOAD=0 (Note [Plugin discovery])
     return [DeviceInfo(**{k: d[k] for k in DeviceInfo.__dataclass_fields__}) for d in _C._devices()]
 
 

@@ -6,28 +6,30 @@ import numpy as np
 
 from . import _C
 
-uint8 = _C.uint8
-int8 = _C.int8
-int16 = _C.int16
-int32 = _C.int32
-int64 = _C.int64
-float16 = _C.float16
-float32 = _C.float32
-float64 = _C.float64
-complex32 = _C.complex32
-complex64 = _C.complex64
-complex128 = _C.complex128
-bool = _C.bool  # noqa: A001  (torch's name)
-bfloat16 = _C.bfloat16
-uint16 = _C.uint16
-uint32 = _C.uint32
-uint64 = _C.uint64
-float8_e5m2 = _C.float8_e5m2
-float8_e4m3fn = _C.float8_e4m3fn
-float8_e5m2fnuz = _C.float8_e5m2fnuz
-float8_e4m3fnuz = _C.float8_e4m3fnuz
-float8_e8m0fnu = _C.float8_e8m0fnu
-float4_e2m1fn_x2 = _C.float4_e2m1fn_x2
+_TABLE = _C._dtype_table()
+
+uint8 = _TABLE["uint8"]
+int8 = _TABLE["int8"]
+int16 = _TABLE["int16"]
+int32 = _TABLE["int32"]
+int64 = _TABLE["int64"]
+float16 = _TABLE["float16"]
+float32 = _TABLE["float32"]
+float64 = _TABLE["float64"]
+complex32 = _TABLE["complex32"]
+complex64 = _TABLE["complex64"]
+complex128 = _TABLE["complex128"]
+bool = _TABLE["bool"]  # noqa: A001  (torch's name)
+bfloat16 = _TABLE["bfloat16"]
+uint16 = _TABLE["uint16"]
+uint32 = _TABLE["uint32"]
+uint64 = _TABLE["uint64"]
+float8_e5m2 = _TABLE["float8_e5m2"]
+float8_e4m3fn = _TABLE["float8_e4m3fn"]
+float8_e5m2fnuz = _TABLE["float8_e5m2fnuz"]
+float8_e4m3fnuz = _TABLE["float8_e4m3fnuz"]
+float8_e8m0fnu = _TABLE["float8_e8m0fnu"]
+float4_e2m1fn_x2 = _TABLE["float4_e2m1fn_x2"]
 
 half = float16
 float = float32  # noqa: A001
@@ -47,6 +49,11 @@ __all__ = [
 ]
 
 _ALL = [globals()[n] for n in __all__[:22]]
+
+
+def dtype_from_code(code: int) -> _C.dtype:
+    """The dtype with a c10 ScalarType code (how dtypes unpickle)."""
+    return _C._dtype_by_code(code)
 
 
 def dtypes() -> list[_C.dtype]:

@@ -12,7 +12,7 @@ from ._dtypes import to_numpy_dtype
 
 Tensor = _C.Tensor
 
-_RAW_VIEW = {1: _C.uint8, 2: _C.uint16, 4: _C.uint32, 8: _C.uint64}
+_RAW_VIEW = {n: _C._dtype_table()[f"uint{8 * n}"] for n in (1, 2, 4, 8)}
 
 
 def layout_string(t: Tensor) -> str:
@@ -37,9 +37,8 @@ def _numpy(self: Tensor) -> np.ndarray:
 
 def _array(self: Tensor, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
     if self.device.type != "cpu":
-        if copy is False:
-            raise ValueError(f"__array__(): the tensor is on {self.device}; a numpy array needs a copy")
-        return _array(self.cpu(), dtype, None)
+        # As torch: no silent device-to-host copies.
+        raise TypeError(f"__array__(): the tensor is on {self.device}; copy it to the host first with .cpu()")
     arr = _numpy(self)
     if dtype is not None and np.dtype(dtype) != arr.dtype:
         if copy is False:
@@ -52,7 +51,7 @@ def _plain_array(self: Tensor) -> np.ndarray:
     """Values as a numpy array of a type that prints and converts to Python numbers."""
     t = self if self.device.type == "cpu" else self.cpu()
     if t.dtype.name == "complex32":
-        t = t._to(None, _C.complex64, False)
+        t = t._to(None, "complex64", False)
     arr = _numpy(t)
     if arr.dtype.kind == "V" or arr.dtype.name not in np.sctypeDict:
         arr = arr.astype(np.float32)
@@ -116,7 +115,7 @@ def _reduce(self: Tensor) -> tuple[Any, ...]:
     """Pickles by value: the bytes of a contiguous CPU copy, the shape, the dtype and the device."""
     dense = self.cpu().contiguous()
     flat = dense.reshape(-1)
-    data = memoryview(flat.view(_C.uint8)).tobytes() if dense.numel() else b""
+    data = memoryview(flat.view("uint8")).tobytes() if dense.numel() else b""
     return (_rebuild, (data, tuple(self.shape), self.dtype.name, str(self.device)))
 
 

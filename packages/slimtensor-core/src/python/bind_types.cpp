@@ -159,7 +159,10 @@ void bind_types(nb::module_& m) {
       .def_prop_ro("is_complex", [](const DType& d) { return info(d.type).is_complex; })
       .def_prop_ro("is_signed", [](const DType& d) { return info(d.type).is_signed; })
       .def("__repr__", [](const DType& d) { return "slimtensor." + std::string(name(d.type)); })
-      .def("__reduce__", [](const DType& d) { return std::string(name(d.type)); })
+      .def("__reduce__", [](const DType& d) {
+        return nb::make_tuple(nb::module_::import_("slimtensor._dtypes").attr("dtype_from_code"),
+                              nb::make_tuple(static_cast<int>(d.type)));
+      })
       .def("__hash__", [](const DType& d) { return static_cast<int>(d.type); })
       .def("__eq__", [](const DType& a, nb::handle b) {
         DType* other = nullptr;
@@ -169,8 +172,15 @@ void bind_types(nb::module_& m) {
     const ScalarTypeInfo* i = scalar_type_info(code);
     if (!i->is_tensor_dtype) continue;
     g_dtypes[code] = nb::cast(DType{static_cast<ScalarType>(code)}).release().ptr();
-    m.attr(i->name) = nb::borrow(g_dtypes[code]);
   }
+  // By name in slimtensor/_dtypes.py (not here: names like `bool` would shadow builtins in the stubs).
+  m.def("_dtype_table", []() {
+    nb::dict table;
+    for (int code = 0; code < kNumScalarTypeCodes; ++code)
+      if (g_dtypes[code]) table[scalar_type_info(code)->name] = nb::borrow(g_dtypes[code]);
+    return table;
+  });
+  m.def("_dtype_by_code", [](int code) { return dtype_object(scalar_type_from_code(code, "dtype")); });
   nb::module_::import_("atexit").attr("register")(nb::cpp_function([]() {
     for (PyObject*& p : g_dtypes) Py_CLEAR(p);
   }));

@@ -1,0 +1,85 @@
+"""Shared test configuration: the needs_torch marker and the memory-leak check of every test module.
+
+- ``@pytest.mark.needs_torch`` tests compare with PyTorch; they are skipped, with the reason, when
+  ``torch==2.13.0`` cannot be imported (torch is a test-only dependency, pinned exactly).
+- After each test module, the CPU memory statistics (live storages, tensors and bytes) must be back at
+  the values they had before the module ran (DESIGN.md §5: "the test suite checks that the counters
+  return to their baseline").
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+
+import pytest
+
+TORCH_VERSION = "2.13.0"
+
+
+def _load_torch():
+    try:
+        torch = importlib.import_module("torch")
+    except Exception as exc:  # noqa: BLE001  (any import failure means: no torch to compare with)
+        return None, f"torch is not importable ({type(exc).__name__}: {exc})"
+    version = torch.__version__.split("+")[0]
+    if version != TORCH_VERSION:
+        return None, f"the comparisons need torch=={TORCH_VERSION} exactly but torch {torch.__version__} is installed"
+    return torch, ""
+
+
+TORCH, TORCH_SKIP_REASON = _load_torch()
+
+
+def pytest_collection_modifyitems(config, items):
+    if TORCH is not None:
+        return
+    skip = pytest.mark.skip(reason=f"needs_torch: {TORCH_SKIP_REASON}")
+    for item in items:
+        if item.get_closest_marker("needs_torch") is not None:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def torch():
+    """The torch module (only inside ``needs_torch`` tests, which are skipped when it is absent)."""
+    if TORCH is None:
+        pytest.skip(f"needs_torch: {TORCH_SKIP_REASON}")
+    return TORCH
+
+
+_LEAK_KEYS = ("live_storages", "live_tensors", "live_bytes")
+
+
+def _cpu_counters():
+    import sys
+
+    import slimtensor as st
+
+    # pytest keeps the last failure's traceback (for post-mortem debugging); its frames hold tensors
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        if hasattr(sys, name):
+            setattr(sys, name, None)
+    for _ in range(3):
+        gc.collect()
+    stats = st.memory_stats("cpu")
+    return {k: stats[k] for k in _LEAK_KEYS}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_leaks_per_module(request):
+    """Fails the module when the CPU counters do not return to their baseline once its tests are done."""
+    try:
+        before = _cpu_counters()
+    except ImportError:  # a module that does not need slimtensor at all
+        yield
+        return
+    yield
+    after = _cpu_counters()
+    if after != before:
+        leaked = {k: after[k] - before[k] for k in _LEAK_KEYS if after[k] != before[k]}
+        pytest.fail(
+            f"memory leak in {request.module.__name__}: CPU memory_stats changed by {leaked} "
+            f"(before {before}, after {after}); a tensor, view or storage outlived its module",
+            pytrace=False,
+        )
