@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python (slimtensor)
 #     language: python
@@ -28,7 +30,6 @@
 import os
 
 import numpy as np
-
 import slimtensor as st
 
 QUICK = os.environ.get("SLIMTENSOR_QUICK") == "1"  # set by the tests: smaller examples, same story

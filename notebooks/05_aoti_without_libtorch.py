@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python (slimtensor)
 #     language: python
@@ -34,7 +36,6 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
-
 import slimtensor as st
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
