@@ -59,3 +59,13 @@ def test_views_argument_errors():
         st.viz.views(t, t[1:], names=["only one"])
     with pytest.raises(TypeError, match=r"views\(\): expected a slimtensor.Tensor, got numpy.ndarray"):
         st.viz.views(t, np.zeros(4))
+
+
+def test_views_refuse_a_storage_too_long_to_draw_and_say_what_to_do():
+    t = st.zeros((600,))
+    with pytest.raises(
+        ValueError, match=r"views\(\): the storage holds 600 elements, more than max_storage=512"
+    ):
+        st.viz.views(t[:10], t[5:15])
+    fig = st.viz.views(t[:10], t[5:15], max_storage=600)
+    assert len(patches(axes(fig, "storage"), "overlap-cell")) == 5
