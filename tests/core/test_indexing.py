@@ -159,3 +159,35 @@ def test_setitem_read_only():
     with raises_named(RuntimeError, "copy_()", "read-only"):
         t[1:] = st.zeros(3, dtype=st.float64)
     np.testing.assert_array_equal(a, [0, 1, 2, 3])
+
+
+def test_setitem_numpy_scalars_and_bad_values():
+    t = st.zeros(2, 3)
+    t[0] = np.float32(1.5)
+    t[1, 1:] = np.int64(3)
+    t[1, 0] = np.bool_(True)
+    assert t.tolist() == [[1.5, 1.5, 1.5], [1.0, 3.0, 3.0]]
+    for bad in [None, "x", object()]:
+        with pytest.raises(TypeError):
+            t[0] = bad
+    assert t.tolist() == [[1.5, 1.5, 1.5], [1.0, 3.0, 3.0]]
+
+
+@pytest.mark.needs_torch
+def test_setitem_from_a_dlpack_producer(torch):
+    t = st.zeros(2, 3)
+    t[:, 1] = torch.tensor([4.0, 5.0])
+    t[0] = torch.arange(3, dtype=torch.int64)
+    assert t.tolist() == [[0.0, 1.0, 2.0], [0.0, 5.0, 0.0]]
+
+
+def test_uninitialised_instances_refuse_safely():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for cls, attr in [(st.Tensor, "numel"), (st.Storage, "nbytes"), (st.Device, "type")]:
+            obj = cls.__new__(cls)
+            with pytest.raises(TypeError):
+                v = getattr(obj, attr)
+                v() if callable(v) else None

@@ -56,6 +56,17 @@ def make_three(torch, lay, dtype="float32"):
     return s, t, n
 
 
+def _dense(x):
+    """Non-overlapping and dense: the sizes > 1, sorted by stride, tile memory exactly."""
+    dims = sorted((st_, n) for n, st_ in zip(x.shape, x.stride()) if n > 1)
+    expected = 1
+    for stride, n in dims:
+        if stride != expected:
+            return False
+        expected *= n
+    return True
+
+
 def check_same(s, t, n=None):
     assert layout(s) == layout(t)
     assert s.is_contiguous() == t.is_contiguous(), layout(s)
@@ -104,8 +115,8 @@ def test_channels_last_contiguity_and_copies_match_torch(torch, lay):
         if s.numel() == 0 and fmt != "contiguous_format":
             continue  # test_copy.py: channels_last and preserve_format strides of empty tensors (known)
         sc, tc = s.clone(memory_format=getattr(st, fmt)), t.clone(memory_format=getattr(torch, fmt))
-        if fmt == "preserve_format" and tc.stride() != t.stride():
-            continue  # torch's suggest_memory_format: test_clone_preserve_format_of_non_dense_follows_torch
+        if fmt == "preserve_format" and not _dense(s):
+            continue  # test_copy.py::test_preserve_format_of_non_dense_follows_torch (known)
         assert sc.stride() == tc.stride(), (fmt, lay)
         np.testing.assert_array_equal(to_np(sc), tc.numpy())
 
@@ -348,3 +359,81 @@ def test_numpy_round_trip_of_random_layouts(lay):
     back = st.from_numpy(a)
     assert back.shape == s.shape
     np.testing.assert_array_equal(back.numpy(), a)
+
+
+@hs.composite
+def same_shape_views(draw):
+    """Two non-self-overlapping views of one storage with the same shape (a destination and a source)."""
+    ndim = draw(hs.integers(1, 3))
+    shape = tuple(draw(hs.integers(1, 4)) for _ in range(ndim))
+    views = []
+    for _ in range(2):
+        perm = draw(hs.permutations(range(ndim)))
+        strides, running = [0] * ndim, 1
+        pad = draw(hs.integers(0, 2))
+        for d in reversed(perm):
+            strides[d] = running
+            running *= shape[d] + pad
+        views.append((tuple(strides), draw(hs.integers(0, 12))))
+    return shape, views
+
+
+@SETTINGS
+@given(case=same_shape_views())
+def test_copy_between_overlapping_views_of_one_storage(torch, case):
+    """torch refuses -> slimtensor refuses; torch copies -> slimtensor gives the copy-from-a-snapshot result."""
+    shape, ((dst_st, dst_off), (src_st, src_off)) = case
+    n = 200
+    t = torch.arange(n, dtype=torch.float32)
+    s = st.arange(n, dtype=st.float32)
+    expected = np.arange(n, dtype=np.float32)
+    dst_np = np.lib.stride_tricks.as_strided(expected[dst_off:], shape, tuple(4 * x for x in dst_st))
+    src_np = np.lib.stride_tricks.as_strided(expected[src_off:], shape, tuple(4 * x for x in src_st)).copy()
+    try:
+        t.as_strided(shape, dst_st, dst_off).copy_(t.as_strided(shape, src_st, src_off))
+    except RuntimeError:
+        with pytest.raises(RuntimeError) as info:
+            s.as_strided(shape, dst_st, dst_off).copy_(s.as_strided(shape, src_st, src_off))
+        assert "copy_()" in str(info.value)
+        assert s.numpy().tolist() == list(range(n))  # nothing written
+        return
+    s.as_strided(shape, dst_st, dst_off).copy_(s.as_strided(shape, src_st, src_off))
+    dst_np[...] = src_np
+    np.testing.assert_array_equal(s.numpy(), expected)
+
+
+@SETTINGS
+@given(lay=layouts(max_dims=5, max_size=4), dtype=hs.sampled_from(["float64", "int8", "float16", "bool", "complex64"]))
+def test_clone_and_to_layouts_match_torch(torch, lay, dtype):
+    s, t, _ = make_three(torch, lay)
+    for sc, tc, preserve in [(s.clone(), t.clone(), True),
+                             (s.to(dtype=getattr(st, dtype)), t.to(getattr(torch, dtype)), True),
+                             (st.empty_like(s), torch.empty_like(t), True), (s.contiguous(), t.contiguous(), False)]:
+        assert sc.shape == tuple(tc.shape)
+        if preserve and sc is not s and (s.numel() == 0 or not _dense(s)):
+            continue  # test_copy.py: the two preserve_format xfails (empty tensors; non-dense stride order)
+        assert sc.stride() == tc.stride(), (lay, dtype)
+        assert sc.storage_offset() == tc.storage_offset()
+    assert (s.to(dtype=st.float32) is s) and (s.contiguous() is s) == (t.contiguous() is t)
+    np.testing.assert_array_equal(to_np(s.to(dtype=getattr(st, dtype))).astype(np.complex128),
+                                  t.to(getattr(torch, dtype)).numpy().astype(np.complex128))
+
+
+@SETTINGS
+@given(lay=layouts(max_dims=4, max_size=4), versioned=hs.booleans())
+def test_dlpack_round_trips_of_random_layouts(torch, lay, versioned):
+    s, t, n = make_three(torch, lay)
+    capsule = s.__dlpack__(max_version=(1, 1)) if versioned else s.__dlpack__()
+    back = st.from_dlpack(capsule)
+    assert back.shape == s.shape
+    np.testing.assert_array_equal(to_np(back), to_np(s))
+    if s.numel():
+        assert back.data_ptr() == s.data_ptr()
+    via_torch = torch.from_dlpack(s)
+    assert tuple(via_torch.shape) == s.shape
+    np.testing.assert_array_equal(via_torch.numpy(), to_np(s))
+    from_torch = st.from_dlpack(t)
+    assert from_torch.shape == s.shape
+    np.testing.assert_array_equal(to_np(from_torch), t.numpy())
+    if n.size:
+        np.testing.assert_array_equal(to_np(st.from_dlpack(n)), n)

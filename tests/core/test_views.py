@@ -345,3 +345,19 @@ def test_empty_tensor_has_no_overlap(torch):
     assert torch._debug_has_internal_overlap(t) == 0
     assert not st.zeros(1).as_strided((2, 0), (0, 0))._has_internal_overlap()
     assert not st.zeros(1).expand(3, 1).narrow(1, 0, 0)._has_internal_overlap()
+
+
+def test_bounds_checked_in_bytes_when_storage_is_not_a_multiple_of_the_itemsize():
+    raw = st.arange(10, dtype=st.uint8)  # 10 bytes
+    w = raw[:8].view(st.int64)
+    assert w.shape == (1,) and w.storage().nbytes == 10
+    with raises_named(ValueError, "as_strided()", "storage"):
+        w.as_strided((1,), (1,), 1)  # bytes [8, 16) of 10: a partial element past the end
+    with raises_named(ValueError, "as_strided()"):
+        w.as_strided((2,), (1,), 0)
+    h = raw[:10].view(st.int16)
+    assert h.shape == (5,)
+    with raises_named(ValueError, "as_strided()"):
+        h.as_strided((6,), (1,), 0)
+    with pytest.raises(RuntimeError):
+        raw[1:9].view(st.int64)  # offset 1 byte: not a multiple of 8

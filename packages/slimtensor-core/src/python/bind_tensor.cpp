@@ -174,6 +174,8 @@ void bind_tensor(nb::module_& m) {
       .def("contiguous", [](nb::handle_t<Tensor> self, nb::handle format) -> nb::object {
         const Tensor& t = *nb::inst_ptr<Tensor>(self);
         const MemoryFormat f = to_format(format, MemoryFormat::Contiguous);
+        ST_CHECK(f != MemoryFormat::Preserve, Value, "contiguous(): memory_format=preserve_format is not allowed; "
+                 "use contiguous_format, channels_last or channels_last_3d");
         if (t.is_contiguous(f)) return nb::borrow(self);  // the tensor itself, as in PyTorch
         Tensor out;
         {
@@ -201,7 +203,7 @@ void bind_tensor(nb::module_& m) {
           fill_(t, s);
         }
         return nb::borrow(self);
-      })
+      }, nb::arg("value").none())
       .def("zero_", [](nb::handle_t<Tensor> self) {
         const Tensor& t = *nb::inst_ptr<Tensor>(self);
         if (t.nbytes() >= kReleaseGilBytes) {
