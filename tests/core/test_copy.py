@@ -434,19 +434,21 @@ def test_fill_matches_torch(torch, dt, value):
 
 
 @pytest.mark.needs_torch
-@pytest.mark.xfail(strict=True, reason="bug: fill_/full with a value the dtype cannot hold wraps silently; torch "
-                                       "and numpy refuse")
 def test_fill_out_of_range_refused_like_torch(torch):
     # torch.empty(5, dtype=torch.uint8).fill_(300) raises RuntimeError "value cannot be converted to type uint8_t
-    # without overflow" (np.full(5, 300, np.uint8) raises OverflowError); slimtensor stores 44
-    cases = [("uint8", 300), ("int8", 300), ("int8", -129), ("uint8", -1), ("int32", 1e10), ("float16", 1e10),
-             ("uint8", float("nan")), ("int64", float("inf")), ("uint64", -1)]
+    # without overflow" (np.full(5, 300, np.uint8) raises OverflowError); torch lets -1 into unsigned types
+    cases = [("uint8", 300), ("int8", 300), ("int8", -129), ("int32", 1e10), ("float16", 1e10),
+             ("uint8", float("nan")), ("int64", float("inf")), ("int16", 2**15), ("float32", 1 + 2j)]
     for dt, value in cases:
         with pytest.raises(RuntimeError):
             torch.empty(5, dtype=getattr(torch, dt)).fill_(value)
         with pytest.raises((RuntimeError, ValueError, OverflowError)) as info:
             st.empty(5, dtype=getattr(st, dt)).fill_(value)
         assert "fill_()" in str(info.value)
+    for dt, value in [("uint8", -1), ("uint64", -1), ("uint16", -1)]:  # wraps, as in torch
+        want = torch.empty(2, dtype=getattr(torch, dt)).fill_(value)
+        got = st.empty(2, dtype=getattr(st, dt)).fill_(value)
+        assert got.tolist() == want.tolist()
 
 
 def test_fill_strided_view_only_touches_the_view():
