@@ -361,3 +361,29 @@ def test_bounds_checked_in_bytes_when_storage_is_not_a_multiple_of_the_itemsize(
         h.as_strided((6,), (1,), 0)
     with pytest.raises(RuntimeError):
         raw[1:9].view(st.int64)  # offset 1 byte: not a multiple of 8
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize(
+    "op",
+    [lambda t: t.transpose(0, 0), lambda t: t.transpose(-1, 0), lambda t: t.t(), lambda t: t.T, lambda t: t.squeeze(),
+     lambda t: t.squeeze(0), lambda t: t.unsqueeze(0), lambda t: t.unsqueeze(-1), lambda t: t.flatten(),
+     lambda t: t.view(1), lambda t: t.view(1, 1, 1), lambda t: t.reshape(()), lambda t: t.reshape(-1),
+     lambda t: t.expand(2), lambda t: t.expand(2, 3), lambda t: t.expand(()), lambda t: t.permute(()),
+     lambda t: t.select(0, 0), lambda t: t.narrow(0, 0, 1), lambda t: t.unsqueeze(2), lambda t: t.transpose(0, 1),
+     lambda t: t.as_strided((2, 2), (0, 0)), lambda t: t[None, None], lambda t: t[...]],
+)
+@pytest.mark.filterwarnings("ignore::UserWarning")  # torch: .T on a 0-d tensor is deprecated
+def test_0d_views_match_torch(torch, op):
+    t = torch.full((), 3.0).as_strided((), (), 0)
+    s = st.full((), 3.0)
+    try:
+        tv = op(t)
+    except (RuntimeError, IndexError, TypeError) as exc:
+        expected = IndexError if isinstance(exc, IndexError) else (RuntimeError, ValueError, IndexError, TypeError)
+        with pytest.raises(expected):
+            op(s)
+        return
+    sv = op(s)
+    assert layout(sv) == layout(tv)
+    np.testing.assert_array_equal(to_np(sv), tv.numpy())
