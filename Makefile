@@ -27,6 +27,7 @@ help:
 	@echo "make stubs      regenerate the typing stubs of slimtensor._C"
 	@echo "make bench      run the full benchmark suite into benchmarks/results/"
 	@echo "make wheel      build the core wheel into dist/"
+	@echo "make browser-check  run notebook 01 in headless Chromium, screenshot to docs/images/"
 
 # --- system packages ------------------------------------------------------------------------------
 # The build needs a C++17 compiler. Installed with apt when we are root and it is missing; otherwise the

@@ -103,11 +103,6 @@ def test_borrowed_numpy_memory_is_freed_with_the_last_tensor():
     assert free_at > last_destroy  # released only after the view, the last tensor on it, is gone
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the storage_alloc of borrowed memory names the factory ('from_blob'), not the owner's type "
-    "('ndarray') as issue 4 asks",
-)
 def test_borrowed_memory_names_its_owner():
     tr, _ = trace_from_numpy()
     alloc = next(e for e in tr.events if e.kind == "storage_alloc")
