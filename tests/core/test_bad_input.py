@@ -384,3 +384,45 @@ def test_nothing_aborts_the_process():
     proc = subprocess.run([sys.executable, "-c", BAD_CALLS], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"the process died (rc {proc.returncode}): {proc.stderr[-2000:]}"
     assert "survived" in proc.stdout
+
+
+GROW_PAST_64 = """
+import slimtensor as st
+t = st.zeros(*([1] * 63 + [2]))
+try:
+    u = t.unsqueeze(0)
+except ValueError:
+    print("refused")
+else:
+    u.__dlpack__()  # Export holds shape[64]: a 65-dim tensor writes past it
+    print("made", u.ndim)
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="bug: unsqueeze() of a 64-dim tensor makes a 65-dim tensor; its __dlpack__() "
+                   "then corrupts the heap (free(): invalid next size, abort)")
+def test_unsqueeze_cannot_pass_64_dims():
+    # got: st.zeros(*([1] * 63 + [2])).unsqueeze(0).ndim == 65 (every other op refuses more than 64 dims), and
+    # calling __dlpack__() on that tensor aborts the process with "free(): invalid next size (normal)"
+    t = st.zeros(*([1] * 63 + [2]))
+    with raises_named(ValueError, "unsqueeze()", "64"):
+        t.unsqueeze(0)
+    with raises_named(ValueError, "unsqueeze()"):
+        t.unsqueeze(-1)
+    proc = subprocess.run([sys.executable, "-c", GROW_PAST_64], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "refused", (proc.returncode, proc.stderr[-500:])
+
+
+def test_64_dims_are_fine():
+    t = st.zeros(*([1] * 63 + [2]))
+    assert t.ndim == 64
+    assert t.permute(*reversed(range(64))).shape[0] == 2
+    assert st.from_dlpack(t).ndim == 64
+    assert t.numpy().ndim == 64
+    assert t.transpose(0, 63).contiguous().ndim == 64
+    with raises_named(ValueError, "view()", "64"):
+        st.zeros(2).view(*([1] * 64 + [2]))
+    with raises_named(ValueError, "expand()", "64"):
+        st.zeros(2).expand(*([1] * 64 + [2]))
+    with pytest.raises(IndexError):
+        t[None]
