@@ -399,8 +399,11 @@ else:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="bug: unsqueeze() of a 64-dim tensor makes a 65-dim tensor; its __dlpack__() "
-                   "then corrupts the heap (free(): invalid next size, abort)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: unsqueeze() of a 64-dim tensor makes a 65-dim tensor; its __dlpack__() then corrupts the heap "
+    "(free(): invalid next size, abort)",
+)
 def test_unsqueeze_cannot_pass_64_dims():
     # got: st.zeros(*([1] * 63 + [2])).unsqueeze(0).ndim == 65 (every other op refuses more than 64 dims), and
     # calling __dlpack__() on that tensor aborts the process with "free(): invalid next size (normal)"
