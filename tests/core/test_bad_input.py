@@ -401,7 +401,8 @@ else:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="bug: unsqueeze() of a 64-dim tensor makes a 65-dim tensor; its __dlpack__() then corrupts the heap "
+    reason="bug: unsqueeze() of a 64-dim tensor makes a 65-dim tensor; its __dlpack__() then corrupts "
+    "the heap "
     "(free(): invalid next size, abort)",
 )
 def test_unsqueeze_cannot_pass_64_dims():
