@@ -24,7 +24,10 @@ def _load_torch():
         return None, f"torch is not importable ({type(exc).__name__}: {exc})"
     version = torch.__version__.split("+")[0]
     if version != TORCH_VERSION:
-        return None, f"the comparisons need torch=={TORCH_VERSION} exactly but torch {torch.__version__} is installed"
+        return (
+            None,
+            f"the comparisons need torch=={TORCH_VERSION} exactly but torch {torch.__version__} is installed",
+        )
     return torch, ""
 
 
@@ -40,7 +43,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def torch():
     """The torch module (only inside ``needs_torch`` tests, which are skipped when it is absent)."""
     if TORCH is None:
@@ -52,8 +55,14 @@ _LEAK_KEYS = ("live_storages", "live_tensors", "live_bytes")
 
 
 def _cpu_counters():
+    import sys
+
     import slimtensor as st
 
+    # pytest keeps the last failure's traceback (for post-mortem debugging); its frames hold tensors
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        if hasattr(sys, name):
+            setattr(sys, name, None)
     for _ in range(3):
         gc.collect()
     stats = st.memory_stats("cpu")

@@ -10,7 +10,6 @@ import gc
 import ml_dtypes
 import numpy as np
 import pytest
-
 import slimtensor as st
 
 from ._util import raises_named, to_np
@@ -26,9 +25,15 @@ class DLDataType(ctypes.Structure):
 
 
 class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32), ("dtype", DLDataType),
-                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
-                ("byte_offset", ctypes.c_uint64)]
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
 
 
 DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
@@ -43,8 +48,13 @@ class DLPackVersion(ctypes.Structure):
 
 
 class DLManagedTensorVersioned(ctypes.Structure):
-    _fields_ = [("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p), ("deleter", DELETER),
-                ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+    _fields_ = [
+        ("version", DLPackVersion),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", DELETER),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", DLTensor),
+    ]
 
 
 FLAG_READ_ONLY, FLAG_IS_COPIED = 1, 2
@@ -62,8 +72,20 @@ _PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 class HandMade:
     """A DLPack capsule over a numpy array's memory, with a deleter that counts its calls."""
 
-    def __init__(self, array, shape, strides=None, byte_offset=0, dtype=(2, 32, 1), device=(1, 0),
-                 versioned=False, flags=0, version=(1, 1), ndim=None, data=-1):
+    def __init__(
+        self,
+        array,
+        shape,
+        strides=None,
+        byte_offset=0,
+        dtype=(2, 32, 1),
+        device=(1, 0),
+        versioned=False,
+        flags=0,
+        version=(1, 1),
+        ndim=None,
+        data=-1,
+    ):
         self.array = array
         self.calls = 0
         self.shape = (ctypes.c_int64 * max(len(shape), 1))(*shape)
@@ -109,9 +131,15 @@ def test_capsule_kinds():
 @pytest.mark.parametrize("max_version", [None, (0, 8), (1, 0), (1, 1), (2, 0)])
 @pytest.mark.parametrize(
     "make",
-    [lambda: st.arange(12, dtype=st.float32).reshape(3, 4), lambda: st.arange(12, dtype=st.int16).reshape(3, 4).t(),
-     lambda: st.arange(30, dtype=st.float64).reshape(5, 6)[1:, ::2], lambda: st.zeros(0, 3),
-     lambda: st.full((), 4, dtype=st.uint8), lambda: st.arange(3).expand(2, 3), lambda: st.arange(40)[5:]],
+    [
+        lambda: st.arange(12, dtype=st.float32).reshape(3, 4),
+        lambda: st.arange(12, dtype=st.int16).reshape(3, 4).t(),
+        lambda: st.arange(30, dtype=st.float64).reshape(5, 6)[1:, ::2],
+        lambda: st.zeros(0, 3),
+        lambda: st.full((), 4, dtype=st.uint8),
+        lambda: st.arange(3).expand(2, 3),
+        lambda: st.arange(40)[5:],
+    ],
     ids=["c", "t", "slice", "empty", "0d", "expand", "offset"],
 )
 def test_round_trip_shares_memory(make, max_version):
@@ -121,7 +149,9 @@ def test_round_trip_shares_memory(make, max_version):
     assert u.shape == t.shape and u.dtype is t.dtype
     if t.numel():
         assert u.data_ptr() == t.data_ptr()
-        assert [s for s, n in zip(u.stride(), u.shape) if n > 1] == [s for s, n in zip(t.stride(), t.shape) if n > 1]
+        assert [s for s, n in zip(u.stride(), u.shape, strict=False) if n > 1] == [
+            s for s, n in zip(t.stride(), t.shape, strict=False) if n > 1
+        ]
     np.testing.assert_array_equal(to_np(u), to_np(t))
     if t.numel() and not t._has_internal_overlap():
         u.fill_(7)
@@ -181,8 +211,26 @@ def test_numpy_legacy_capsule():
 
 
 @pytest.mark.needs_torch
-@pytest.mark.parametrize("name", ["float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16", "int32",
-                                  "int64", "bool", "complex64", "complex128", "uint16", "uint32", "uint64"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "float32",
+        "float64",
+        "float16",
+        "bfloat16",
+        "int8",
+        "uint8",
+        "int16",
+        "int32",
+        "int64",
+        "bool",
+        "complex64",
+        "complex128",
+        "uint16",
+        "uint32",
+        "uint64",
+    ],
+)
 def test_torch_both_ways(torch, name):
     tt = torch.arange(24).reshape(2, 3, 4).to(getattr(torch, name)).permute(2, 0, 1)[1:]
     s = st.from_dlpack(tt)
@@ -254,7 +302,11 @@ def test_exported_capsule_describes_the_view():
     dl = m.dl_tensor
     assert (dl.device.device_type, dl.device.device_id) == (1, 0)
     assert (dl.dtype.code, dl.dtype.bits, dl.dtype.lanes) == (0, 16, 1)
-    assert dl.ndim == 2 and [dl.shape[i] for i in range(2)] == [4, 2] and [dl.strides[i] for i in range(2)] == [6, 3]
+    assert (
+        dl.ndim == 2
+        and [dl.shape[i] for i in range(2)] == [4, 2]
+        and [dl.strides[i] for i in range(2)] == [6, 3]
+    )
     assert dl.data + dl.byte_offset == t.data_ptr()
 
 
@@ -324,8 +376,16 @@ def test_versioned_read_only_flag_import():
 
 @pytest.mark.parametrize(
     "dtype,name",
-    [((0, 8, 1), "int8"), ((1, 16, 1), "uint16"), ((2, 16, 1), "float16"), ((4, 16, 1), "bfloat16"),
-     ((5, 64, 1), "complex64"), ((6, 8, 1), "bool"), ((10, 8, 1), "float8_e4m3fn"), ((12, 8, 1), "float8_e5m2")],
+    [
+        ((0, 8, 1), "int8"),
+        ((1, 16, 1), "uint16"),
+        ((2, 16, 1), "float16"),
+        ((4, 16, 1), "bfloat16"),
+        ((5, 64, 1), "complex64"),
+        ((6, 8, 1), "bool"),
+        ((10, 8, 1), "float8_e4m3fn"),
+        ((12, 8, 1), "float8_e5m2"),
+    ],
 )
 def test_dtype_codes(dtype, name):
     a = np.zeros(16, np.uint8)
@@ -360,10 +420,26 @@ def test_unsupported_device_refused(device):
 
 @pytest.mark.parametrize(
     "shape,strides,ndim",
-    [((-1,), None, None), ((2, -3), None, None), ((2**40, 2**40), None, None), ((2**62,), None, None),
-     ((4,), (-1,), None), ((3, 2), (2**62, 1), None), ((2,), None, -1), ((2,), None, 65)],
-    ids=["negative", "negative2", "numel-overflow", "bytes-overflow", "negative-stride", "extent-overflow",
-         "ndim<0", "ndim>64"],
+    [
+        ((-1,), None, None),
+        ((2, -3), None, None),
+        ((2**40, 2**40), None, None),
+        ((2**62,), None, None),
+        ((4,), (-1,), None),
+        ((3, 2), (2**62, 1), None),
+        ((2,), None, -1),
+        ((2,), None, 65),
+    ],
+    ids=[
+        "negative",
+        "negative2",
+        "numel-overflow",
+        "bytes-overflow",
+        "negative-stride",
+        "extent-overflow",
+        "ndim<0",
+        "ndim>64",
+    ],
 )
 @pytest.mark.parametrize("versioned", [False, True])
 def test_absurd_shapes_refused(shape, strides, ndim, versioned):

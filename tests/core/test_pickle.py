@@ -7,7 +7,6 @@ import pickle
 
 import numpy as np
 import pytest
-
 import slimtensor as st
 
 from ._util import CONVERTIBLE, to_np
@@ -16,9 +15,15 @@ from ._util import CONVERTIBLE, to_np
 @pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
 @pytest.mark.parametrize(
     "make",
-    [lambda: st.arange(12).reshape(3, 4), lambda: st.arange(12).reshape(3, 4).t()[1:],
-     lambda: st.arange(60, dtype=st.float32).reshape(3, 4, 5)[:, ::2, 1:], lambda: st.zeros(0, 3),
-     lambda: st.full((), 2.5), lambda: st.arange(3).expand(2, 3), lambda: st.arange(10)[7:]],
+    [
+        lambda: st.arange(12).reshape(3, 4),
+        lambda: st.arange(12).reshape(3, 4).t()[1:],
+        lambda: st.arange(60, dtype=st.float32).reshape(3, 4, 5)[:, ::2, 1:],
+        lambda: st.zeros(0, 3),
+        lambda: st.full((), 2.5),
+        lambda: st.arange(3).expand(2, 3),
+        lambda: st.arange(10)[7:],
+    ],
     ids=["c", "t", "slice", "empty", "0d", "expand", "offset"],
 )
 def test_round_trip(make, protocol):
@@ -35,7 +40,8 @@ def test_every_dtype(name):
     dt = getattr(st, name)
     t = st.empty(2, 3, dtype=dt)
     t.view(getattr(st, f"uint{8 * dt.itemsize}") if dt.itemsize <= 8 else st.uint64).copy_(
-        st.arange(6 if dt.itemsize <= 8 else 12, dtype=st.uint8).reshape(2, -1))
+        st.arange(6 if dt.itemsize <= 8 else 12, dtype=st.uint8).reshape(2, -1)
+    )
     u = pickle.loads(pickle.dumps(t))
     assert u.dtype is dt and u.shape == (2, 3)
     assert u.view(st.uint8).tolist() == t.view(st.uint8).tolist()

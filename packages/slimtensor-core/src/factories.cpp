@@ -34,7 +34,9 @@ Tensor empty_like(const Tensor& other, ScalarType dtype, Device device) {
   if (is_non_overlapping_and_dense(other.sizes(), other.strides(), n)) {
     return empty_strided(IntList(other.sizes(), n), IntList(other.strides(), n), dtype, device);
   }
-  return empty(IntList(other.sizes(), n), dtype, device);
+  std::vector<int64_t> strides(static_cast<size_t>(n));
+  memory_format_strides(other.sizes(), n, suggest_memory_format(other.sizes(), other.strides(), n), strides.data());
+  return empty_strided(IntList(other.sizes(), n), strides, dtype, device);
 }
 
 Tensor full(IntList sizes, const Scalar& value, ScalarType dtype, Device device) {
@@ -44,15 +46,15 @@ Tensor full(IntList sizes, const Scalar& value, ScalarType dtype, Device device)
 }
 
 Tensor from_blob(void* data, IntList sizes, IntList strides, int64_t storage_offset, ScalarType dtype, Device device,
-                 BorrowDeleter deleter, void* context, bool read_only) {
+                 BorrowDeleter deleter, void* context, bool read_only, const char* owner, const char* op) {
   ST_CHECK(storage_offset >= 0, Value, "from_blob(): storage_offset must be >= 0 but got ", storage_offset);
   for (int64_t d = 0; d < strides.size; ++d) {
     ST_CHECK(strides[d] >= 0, Value, "from_blob(): strides must be >= 0 but stride[", d, "] is ", strides[d]);
   }
   checked_numel(sizes, "from_blob()");
   const int64_t bytes = storage_bytes_needed(sizes, strides, storage_offset, itemsize(dtype), "from_blob()");
-  return Tensor::make(Storage::adopt(StorageImpl::borrow(device, data, bytes, deleter, context, read_only, "from_blob")),
-                      sizes, strides, storage_offset, dtype, "from_blob");
+  return Tensor::make(Storage::adopt(StorageImpl::borrow(device, data, bytes, deleter, context, read_only, owner)),
+                      sizes, strides, storage_offset, dtype, op);
 }
 
 }  // namespace slimtensor

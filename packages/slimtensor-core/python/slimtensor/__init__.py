@@ -25,6 +25,7 @@ from ._dtypes import dtypes
 from ._interop import arange, asarray, from_numpy
 from ._devices import devices, memory_stats, set_num_threads
 from . import _plugins
+from ._plugins import load_plugins
 
 # Device plugins load lazily: on st.devices(), or when the core first meets an unknown device name.
 _plugins.install_autoload_hook(_C)
@@ -58,3 +59,7 @@ contiguous_format = memory_format.contiguous_format
 preserve_format = memory_format.preserve_format
 channels_last = memory_format.channels_last
 channels_last_3d = memory_format.channels_last_3d
+
+from . import viz  # pictures; sets Tensor._repr_html_; matplotlib is imported on first use  # noqa: E402
+from .trace import trace  # noqa: E402
+from .viz import set_display  # noqa: E402

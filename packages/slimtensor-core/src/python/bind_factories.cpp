@@ -1,4 +1,6 @@
 // bind_factories.cpp: empty, empty_strided, zeros, ones, full, empty_like, from_blob.
+#include <nanobind/stl/string.h>
+
 #include "common.h"
 #include "slimtensor/error.h"
 #include "slimtensor/factories.h"
@@ -93,15 +95,16 @@ void bind_factories(nb::module_& m) {
              "; give one stride per dim");
     PyObject* context = owner.is_none() ? nullptr : owner.ptr();
     Py_XINCREF(context);  // released by the storage's deleter (Note [Storage ownership])
+    const std::string owner_name = context ? nb::cast<std::string>(nb::str(owner.type().attr("__name__"))) : "from_blob";
     try {
       return from_blob(reinterpret_cast<void*>(ptr), IntList(s.v, s.n), IntList(st.v, st.n), storage_offset,
                        to_dtype(dtype, kDefaultFloat, "from_blob()"), to_device(device, "from_blob()"),
-                       context ? release_python_owner : nullptr, context, read_only);
+                       context ? release_python_owner : nullptr, context, read_only, owner_name.c_str());
     } catch (...) {
       Py_XDECREF(context);
       throw;
     }
-  }, nb::arg("ptr"), nb::arg("shape"), nb::arg("strides") = nb::none(), nb::kw_only(),
+  }, nb::arg("ptr"), nb::arg("shape"), nb::arg("strides") = nb::none(),
         nb::arg("dtype") = nb::none(), nb::arg("device") = nb::none(), nb::arg("storage_offset") = 0,
         nb::arg("owner") = nb::none(), nb::arg("read_only") = false,
         "A tensor over memory slimtensor does not own. `ptr` is the storage base; the view starts storage_offset "
