@@ -18,8 +18,7 @@
 // exception into AOTI_TORCH_FAILURE and a thread-local message "<function>(): <what>". Only
 // aoti_torch_check throws, by contract.
 //
-// make_handle, delete_handle and check_handle are exported (C++ API) for the Python module's handle bridge
-// (src/python/bind_aoti.cpp); the rest of this header is internal to libslimtensor.
+// This header is internal to libslimtensor (hosts use the C ABI: slimtensor/c/shim.h).
 #pragma once
 
 #include <cstdint>
@@ -28,7 +27,6 @@
 
 #include "slimtensor/c/shim.h"
 #include "slimtensor/error.h"
-#include "slimtensor/export.h"
 #include "slimtensor/tensor.h"
 
 struct AtenTensorOpaque {
@@ -43,11 +41,11 @@ constexpr uint32_t kHandleMagic = 0x51AB7E45u;
 constexpr int64_t kMaxDims = 64;  // more dims than any model uses; bounds the stack arrays below
 
 // Wraps a tensor in a new handle (counted and traced); `op` names the creator in traces.
-SLIMTENSOR_API AtenTensorHandle make_handle(Tensor&& tensor, const char* op);
+AtenTensorHandle make_handle(Tensor&& tensor, const char* op);
 // Destroys a handle made by make_handle (no checks; see check_for_delete).
-SLIMTENSOR_API void delete_handle(AtenTensorHandle h) noexcept;
+void delete_handle(AtenTensorHandle h) noexcept;
 // Throws unless h is a live handle (NULL, cleared magic, or not registered in debug mode).
-SLIMTENSOR_API void check_handle(AtenTensorHandle h, const char* function, const char* arg);
+void check_handle(AtenTensorHandle h, const char* function, const char* arg);
 bool debug_handles() noexcept;
 char* last_error_buffer() noexcept;  // the thread's NUL-terminated last error (1024 bytes)
 int64_t live_handles() noexcept;
@@ -77,6 +75,8 @@ IntList shape_arg(int64_t ndim, const int64_t* sizes, const char* function);
 // Strides for a shape: the given ones, or row-major ones written to `scratch` (kMaxDims long) when NULL.
 IntList strides_arg(IntList sizes, const int64_t* strides, int64_t* scratch, const char* function);
 ScalarType dtype_arg(int32_t code, const char* function);
+// numel * itemsize must fit in int64 (nbytes of the view), even when stride-0 dims make the extent small.
+void check_view_bytes(IntList sizes, int64_t itemsize, const char* function);
 Device device_arg(int32_t device_type, int32_t device_index, const char* function);
 
 // Runs body; returns AOTI_TORCH_SUCCESS, or AOTI_TORCH_FAILURE with the last error set. Never throws.

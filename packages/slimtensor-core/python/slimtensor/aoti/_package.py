@@ -87,6 +87,11 @@ def open_model_files(path: str, workdir: str, model_name: str | None = None) -> 
             raise ValueError(f"slimtensor.aoti.load(): no model {model_name!r} in {path!r}; it has {sorted(models)}")
         if len(models[model_name]) != 1:
             raise ValueError(f"slimtensor.aoti.load(): model {model_name!r} has {len(models[model_name])} .so files")
+        roots = {i.filename.split("/", 1)[0] for i in zf.infolist() if i.filename.endswith("/archive_format")}
+        for root in roots:
+            fmt = zf.read(f"{root}/archive_format").decode("utf-8", "replace").strip()
+            if fmt != "pt2":
+                raise ValueError(f"slimtensor.aoti.load(): {path!r} has archive_format {fmt!r}, not 'pt2'")
         so_info = models[model_name][0]
         folder = so_info.filename.rsplit("/", 1)[0] + "/"
         try:
