@@ -17,11 +17,23 @@ import subprocess
 import sys
 import time
 
-MODELS = ["pointwise", "linear", "mlp", "conv1d", "conv2d_groups", "small_cnn", "softmax", "layer_norm", "sdpa",
-          "transformer_block", "view_permute", "two_outputs"]
+MODELS = [
+    "pointwise",
+    "linear",
+    "mlp",
+    "conv1d",
+    "conv2d_groups",
+    "small_cnn",
+    "softmax",
+    "layer_norm",
+    "sdpa",
+    "transformer_block",
+    "view_permute",
+    "two_outputs",
+]
 ADDMM = [(64, 256, 256), (256, 1024, 1024), (512, 512, 2048)]
 
-CHILD = r'''
+CHILD = r"""
 import ctypes, os, sys, time, json, zipfile, tempfile
 import numpy as np
 side, d, threads, names, addmm = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(","), json.loads(sys.argv[5])
@@ -109,12 +121,16 @@ for m, k, n in addmm:
     hs = [handle(x) for x in (O, bias, A, B)]
     out[f"addmm {m}x{k}@{k}x{n}"] = bench(lambda: addmm_fn(hs[0], hs[1], hs[2], hs[3], 1.0, 1.0))
 print(json.dumps(out))
-'''
+"""
 
 
 def run_side(side, model_dir, threads, names):
-    r = subprocess.run([sys.executable, "-c", CHILD, side, model_dir, str(threads), ",".join(names), json.dumps(ADDMM)],
-                       capture_output=True, text=True, timeout=1200)
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, side, model_dir, str(threads), ",".join(names), json.dumps(ADDMM)],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     if r.returncode != 0:
         raise SystemExit(f"{side} side failed:\n{r.stderr[-4000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])

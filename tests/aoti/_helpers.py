@@ -18,9 +18,29 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 CACHE = os.path.join(ROOT, ".cache", "aoti-models")
 TORCH_VERSION = "2.13.0"
 
-MODEL_NAMES = ["pointwise", "linear", "mlp", "conv1d", "conv2d_groups", "small_cnn", "softmax", "layer_norm", "sdpa",
-               "sdpa_causal", "sdpa_masked", "transformer_block", "view_permute", "alias_input", "two_outputs", "bf16",
-               "int64", "bmm", "mlp_dynamic", "linear_blob", "const_alias"]
+MODEL_NAMES = [
+    "pointwise",
+    "linear",
+    "mlp",
+    "conv1d",
+    "conv2d_groups",
+    "small_cnn",
+    "softmax",
+    "layer_norm",
+    "sdpa",
+    "sdpa_causal",
+    "sdpa_masked",
+    "transformer_block",
+    "view_permute",
+    "alias_input",
+    "two_outputs",
+    "bf16",
+    "int64",
+    "bmm",
+    "mlp_dynamic",
+    "linear_blob",
+    "const_alias",
+]
 EXTRA_NAMES = ["linear_libtorch", "pointwise_native"]  # compiled, but run by torch (the isolation tests)
 
 
@@ -78,9 +98,16 @@ def compile_models(names: list[str]) -> str:
                 env["LD_PRELOAD"] = " ".join(filter(None, [env.get("LD_PRELOAD"), sleef_library()]))
             # one compiler process per core (each compiles its share of the models one after the other)
             jobs = max(1, min(len(todo), os.cpu_count() or 1))
-            procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "compile_models.py"), out, *todo[i::jobs]],
-                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                     for i in range(jobs)]
+            procs = [
+                subprocess.Popen(
+                    [sys.executable, os.path.join(HERE, "compile_models.py"), out, *todo[i::jobs]],
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                for i in range(jobs)
+            ]
             failures = []
             for p in procs:
                 stdout, stderr = p.communicate(timeout=1800)
@@ -89,7 +116,6 @@ def compile_models(names: list[str]) -> str:
             if failures:
                 raise RuntimeError("compiling test models failed:\n" + "\n".join(failures))
     return out
-
 
 
 def load_reference(model_dir: str, name: str):
@@ -102,9 +128,11 @@ def load_reference(model_dir: str, name: str):
     z = np.load(os.path.join(model_dir, f"{name}.npz"))
     sets = []
     for s in range(len(meta["inputs"])):
+
         def arr(key, dt):
             a = z[key]
             return a.view(ml_dtypes.bfloat16) if dt == "bfloat16" else a
+
         ins = [arr(f"in{s}_{i}", dt) for i, dt in enumerate(meta["inputs"][s])]
         outs = [arr(f"out{s}_{i}", dt) for i, dt in enumerate(meta["outputs"][s])]
         sets.append((ins, outs))
@@ -116,4 +144,3 @@ def tolerance(dtype) -> float:
 
     name = str(np.dtype(dtype))
     return {"float32": 2e-5, "float64": 1e-12, "bfloat16": 2e-2, "float16": 2e-3}.get(name, 0.0)
-

@@ -31,7 +31,6 @@ def _to_numpy(t):
 def compile_one(out_dir: str, name: str) -> None:
     import numpy as np
     import torch
-
     from model_zoo import EXTRA_OPTIONS, models
 
     factory, example, dynamic, extra = models()[name]

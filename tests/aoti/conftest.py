@@ -11,7 +11,9 @@ from ._helpers import EXTRA_NAMES, MODEL_NAMES, TORCH_VERSION, compile_models, h
 def model_dir():
     """The folder of the compiled test models (compiled once per torch version and model source)."""
     if not have_torch():
-        pytest.skip(f"needs torch=={TORCH_VERSION} (pip install -r requirements/test.txt) to compile the test models")
+        pytest.skip(
+            f"needs torch=={TORCH_VERSION} (pip install -r requirements/test.txt) to compile the test models"
+        )
     return compile_models(MODEL_NAMES + EXTRA_NAMES)
 
 

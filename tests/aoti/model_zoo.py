@@ -188,10 +188,18 @@ def models():
         "softmax": (Softmax, (_r(64, 512),), None, None),
         "layer_norm": (LayerNorm, (_r(8, 64),), None, None),
         "sdpa": (SDPA, (_r(1, 2, 6, 8), _r(1, 2, 6, 8, seed=1), _r(1, 2, 6, 8, seed=2)), None, None),
-        "sdpa_causal": (SDPACausal, (_r(1, 2, 6, 8), _r(1, 2, 6, 8, seed=1), _r(1, 2, 6, 8, seed=2)),
-                        None, None),
-        "sdpa_masked": (SDPAMasked, (_r(1, 2, 6, 8), _r(1, 2, 6, 8, seed=1), _r(1, 2, 6, 8, seed=2), mask),
-                        None, None),
+        "sdpa_causal": (
+            SDPACausal,
+            (_r(1, 2, 6, 8), _r(1, 2, 6, 8, seed=1), _r(1, 2, 6, 8, seed=2)),
+            None,
+            None,
+        ),
+        "sdpa_masked": (
+            SDPAMasked,
+            (_r(1, 2, 6, 8), _r(1, 2, 6, 8, seed=1), _r(1, 2, 6, 8, seed=2), mask),
+            None,
+            None,
+        ),
         "transformer_block": (TransformerBlock, (_r(2, 7, 32),), None, None),
         "view_permute": (ViewPermute, (_r(6, 8),), None, None),
         "alias_input": (AliasInput, (_r(3, 5),), None, None),
@@ -212,7 +220,8 @@ EXTRA_OPTIONS = {
     # this machine's own ISA (AVX-512 here): vectorized kernels calling SLEEF (Sleef_*, no DT_NEEDED)
     "pointwise_native": {"cpp.march": "native", "cpp.simdlen": None},
     "linear_libtorch": {"aot_inductor.link_libtorch": True},  # a stock model: must keep running on libtorch
-    "linear_blob": {"aot_inductor.package_constants_in_so": False,
-                    "aot_inductor.package_constants_on_disk_format": "binary_blob"},
+    "linear_blob": {
+        "aot_inductor.package_constants_in_so": False,
+        "aot_inductor.package_constants_on_disk_format": "binary_blob",
+    },
 }
-

@@ -19,7 +19,11 @@ def _prefix():
     from slimtensor.aoti import _lib
 
     libdir = os.path.dirname(_lib.library_path())
-    return libdir, os.path.join(libdir, "cmake", "slimtensor"), os.path.join(os.path.dirname(libdir), "include")
+    return (
+        libdir,
+        os.path.join(libdir, "cmake", "slimtensor"),
+        os.path.join(os.path.dirname(libdir), "include"),
+    )
 
 
 def _cmake():
@@ -34,8 +38,12 @@ def run_model_exe(tmp_path_factory):
     build = tmp_path_factory.mktemp("examples-build")
     _, cfg, _ = _prefix()
     cmake = _cmake()
-    r = subprocess.run([cmake, "-S", EXAMPLES, "-B", str(build), f"-Dslimtensor_DIR={cfg}", "-DCMAKE_BUILD_TYPE=Release"],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [cmake, "-S", EXAMPLES, "-B", str(build), f"-Dslimtensor_DIR={cfg}", "-DCMAKE_BUILD_TYPE=Release"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     r = subprocess.run([cmake, "--build", str(build), "-j2"], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -69,7 +77,9 @@ def test_run_model_example(model_dir, run_model_exe, tmp_path, name):
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].startswith("output 0: dtype 6 sizes [" + ", ".join(map(str, expected[0].shape)))
-    values = np.array([float(v) for v in lines[1:1 + expected[0].size]], np.float32).reshape(expected[0].shape)
+    values = np.array([float(v) for v in lines[1 : 1 + expected[0].size]], np.float32).reshape(
+        expected[0].shape
+    )
     np.testing.assert_allclose(values, expected[0], rtol=1e-5, atol=1e-5)
     assert lines[-1] == "live handles after delete: 0"
     maps_check = subprocess.run(["ldd", run_model_exe], capture_output=True, text=True)
@@ -84,9 +94,21 @@ def test_check_throws_and_codes(tmp_path):
         pytest.skip("no C++ compiler")
     from slimtensor.aoti import _lib
 
-    r = subprocess.run([cxx, "-std=c++17", os.path.join(os.path.dirname(__file__), "cpp", "check_throws.cpp"),
-                        f"-I{include}", _lib.library_path(), f"-Wl,-rpath,{libdir}", "-o", str(exe)],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            cxx,
+            "-std=c++17",
+            os.path.join(os.path.dirname(__file__), "cpp", "check_throws.cpp"),
+            f"-I{include}",
+            _lib.library_path(),
+            f"-Wl,-rpath,{libdir}",
+            "-o",
+            str(exe),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -10,8 +10,6 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-
 from ._helpers import needs_torch
 
 RUN_SLIM = """
@@ -54,8 +52,9 @@ assert "torch" not in sys.modules
 
 def _run(code: str, model_dir: str):
     env = dict(os.environ, MODEL_DIR=model_dir)
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
-                       timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=600
+    )
     assert r.returncode == 0, f"subprocess failed:\n{r.stdout[-3000:]}\n{r.stderr[-6000:]}"
 
 
@@ -85,7 +84,9 @@ def test_torch_imported_first(model_dir):
 
 @needs_torch
 def test_torch_imported_after(model_dir):
-    _run("import slimtensor\n" + RUN_SLIM + "import torch\n" + RUN_SLIM + RUN_TORCH_STOCK + RUN_SLIM, model_dir)
+    _run(
+        "import slimtensor\n" + RUN_SLIM + "import torch\n" + RUN_SLIM + RUN_TORCH_STOCK + RUN_SLIM, model_dir
+    )
 
 
 @needs_torch
@@ -95,7 +96,9 @@ def test_stock_model_loaded_before_slimtensor_model(model_dir):
 
 def test_libslimtensor_is_not_global(model_dir):
     """Nothing in the global scope provides aoti_torch_* after slimtensor loaded a model."""
-    _run(RUN_SLIM + """
+    _run(
+        RUN_SLIM
+        + """
 import ctypes
 glob = ctypes.CDLL(None)
 try:
@@ -104,11 +107,14 @@ except AttributeError:
     pass
 else:
     raise AssertionError("aoti_torch_empty_strided is in the global scope")
-""", model_dir)
+""",
+        model_dir,
+    )
 
 
 def test_debug_handles_turn_misuse_into_errors(model_dir):
-    code = """
+    code = (
+        """
 import ctypes, numpy as np
 from slimtensor.aoti import _lib
 L = _lib.lib()
@@ -120,10 +126,13 @@ assert L.aoti_torch_delete_tensor_object(h) == 0
 assert L.aoti_torch_delete_tensor_object(h) != 0 and "not a live" in _lib.last_error()
 fake = (ctypes.c_uint64 * 64)(0x51AB7E45)  # even with the right magic word
 assert L.aoti_torch_delete_tensor_object(ctypes.addressof(fake)) != 0
-""" + RUN_SLIM
+"""
+        + RUN_SLIM
+    )
     env = dict(os.environ, MODEL_DIR=model_dir, SLIMTENSOR_DEBUG_HANDLES="1")
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
-                       timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=600
+    )
     assert r.returncode == 0, r.stderr[-4000:]
 
 
@@ -154,6 +163,7 @@ print(info)
 """
     env = dict(os.environ, MODEL_DIR=model_dir)
     env.pop("OPENBLAS_CORETYPE", None)
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
-                       timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=600
+    )
     assert r.returncode == 0, r.stdout + r.stderr[-4000:]

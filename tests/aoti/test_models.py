@@ -29,7 +29,7 @@ def test_model_matches_eager_numpy_path(model_dir, name):
         for inputs, expected in load_reference(model_dir, name):
             outs = model.run_numpy(*inputs)
             assert len(outs) == len(expected)
-            for i, (g, e) in enumerate(zip(outs, expected)):
+            for i, (g, e) in enumerate(zip(outs, expected, strict=True)):
                 _compare(g, e, name, i)
     assert aoti.live_handles() == before
 
@@ -38,7 +38,7 @@ def _run_and_compare(st, model, inputs, expected, name):
     outs = model(*inputs)
     outs = outs if isinstance(outs, tuple) else (outs,)
     assert all(isinstance(o, st.Tensor) for o in outs)
-    for i, (g, e) in enumerate(zip(outs, expected)):
+    for i, (g, e) in enumerate(zip(outs, expected, strict=True)):
         _compare(g.numpy(), e, name, i)
 
 
@@ -233,19 +233,46 @@ def test_model_owner_pins_constants():
     L.slimtensor_aoti_owner_enter(owner)
     const = ctypes.c_void_p()
     sizes = (ctypes.c_int64 * 1)(12)
-    assert L.aoti_torch_create_tensor_from_blob_v2(blob.ctypes.data, 1, sizes, None, 0, 6, 0, 0, ctypes.byref(const),
-                                                   0, None, 0) == 0
+    assert (
+        L.aoti_torch_create_tensor_from_blob_v2(
+            blob.ctypes.data, 1, sizes, None, 0, 6, 0, 0, ctypes.byref(const), 0, None, 0
+        )
+        == 0
+    )
     L.slimtensor_aoti_owner_enter(None)
     f = L.aoti_torch__reinterpret_tensor
-    f.restype, f.argtypes = ctypes.c_int32, [ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64),
-                                             ctypes.POINTER(ctypes.c_int64), ctypes.c_int64,
-                                             ctypes.POINTER(ctypes.c_void_p)]
+    f.restype, f.argtypes = (
+        ctypes.c_int32,
+        [
+            ctypes.c_void_p,
+            ctypes.c_int64,
+            ctypes.POINTER(ctypes.c_int64),
+            ctypes.POINTER(ctypes.c_int64),
+            ctypes.c_int64,
+            ctypes.POINTER(ctypes.c_void_p),
+        ],
+    )
     out, other = ctypes.c_void_p(), ctypes.c_void_p()
     assert f(const, 1, (ctypes.c_int64 * 1)(4), None, 8, ctypes.byref(out)) == 0
     assert L.slimtensor_aoti_owner_adopt_output(owner, out) == 1
     other_data = np.zeros(3, np.float32)
-    assert L.aoti_torch_create_tensor_from_blob_v2(other_data.ctypes.data, 1, (ctypes.c_int64 * 1)(3), None, 0, 6, 0,
-                                                   0, ctypes.byref(other), 0, None, 0) == 0
+    assert (
+        L.aoti_torch_create_tensor_from_blob_v2(
+            other_data.ctypes.data,
+            1,
+            (ctypes.c_int64 * 1)(3),
+            None,
+            0,
+            6,
+            0,
+            0,
+            ctypes.byref(other),
+            0,
+            None,
+            0,
+        )
+        == 0
+    )
     assert L.slimtensor_aoti_owner_adopt_output(owner, other) == 0  # not the model's memory
     assert L.slimtensor_aoti_owner_refs(owner) == 2
     L.aoti_torch_delete_tensor_object(const)  # what the container's delete would do...
@@ -319,12 +346,14 @@ def test_concurrent_runs(model_dir):
     before = aoti.live_handles()
     errors = []
     with aoti.load(f"{model_dir}/mlp.pt2", num_models=2) as m:
+
         def work():
             try:
                 for _ in range(50):
                     np.testing.assert_allclose(m.run_numpy(*inputs)[0], expected[0], rtol=2e-5, atol=2e-5)
             except Exception as e:  # noqa: BLE001
                 errors.append(e)
+
         threads = [threading.Thread(target=work) for _ in range(3)]
         for t in threads:
             t.start()

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 from ctypes import POINTER, byref, c_double, c_int32, c_int64, c_void_p
 
 import numpy as np
 import pytest
-
 from slimtensor.aoti import _lib
 from slimtensor.aoti._numpy import array_from_handle, handle_from_array
 
@@ -24,10 +22,33 @@ def L():
         "aoti_torch_cpu_mm_out": [H, H, H],
         "aoti_torch_cpu_bmm_out": [H, H, H],
         "aoti_torch_cpu_baddbmm_out": [H, H, H, H, c_double, c_double],
-        "aoti_torch_cpu_convolution": [H, H, POINTER(H), P64, c_int64, P64, c_int64, P64, c_int64, c_int32, P64, c_int64,
-                                       c_int64, POINTER(H)],
-        "aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu": [H, H, H, c_double, c_int32, POINTER(H),
-                                                                        POINTER(c_double), POINTER(H), POINTER(H)],
+        "aoti_torch_cpu_convolution": [
+            H,
+            H,
+            POINTER(H),
+            P64,
+            c_int64,
+            P64,
+            c_int64,
+            P64,
+            c_int64,
+            c_int32,
+            P64,
+            c_int64,
+            c_int64,
+            POINTER(H),
+        ],
+        "aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu": [
+            H,
+            H,
+            H,
+            c_double,
+            c_int32,
+            POINTER(H),
+            POINTER(c_double),
+            POINTER(H),
+            POINTER(H),
+        ],
     }.items():
         f = getattr(lib, name)
         f.restype, f.argtypes = c_int32, args
@@ -146,11 +167,16 @@ def conv_ref(x, w, b, stride, pad, dil, groups):
     out = np.zeros((N, OC, *osz))
     cg, ocg = C // groups, OC // groups
     for idx in np.ndindex(*k):
-        sl = tuple(slice(idx[d] * dil[d], idx[d] * dil[d] + stride[d] * (osz[d] - 1) + 1, stride[d]) for d in range(nd))
+        sl = tuple(
+            slice(idx[d] * dil[d], idx[d] * dil[d] + stride[d] * (osz[d] - 1) + 1, stride[d])
+            for d in range(nd)
+        )
         patch = xp[(slice(None), slice(None)) + sl]
         for g in range(groups):
             wk = w[(slice(g * ocg, (g + 1) * ocg), slice(None)) + idx].astype(np.float64)
-            out[:, g * ocg:(g + 1) * ocg] += np.einsum("oc,nc...->no...", wk, patch[:, g * cg:(g + 1) * cg])
+            out[:, g * ocg : (g + 1) * ocg] += np.einsum(
+                "oc,nc...->no...", wk, patch[:, g * cg : (g + 1) * cg]
+            )
     if b is not None:
         out += b.reshape((1, -1) + (1,) * nd)
     return out
@@ -164,12 +190,15 @@ def conv_transpose_ref(x, w, b, stride, pad, dil, opad, groups):
     full = [(x.shape[2 + d] - 1) * stride[d] + dil[d] * (k[d] - 1) + 1 + opad[d] for d in range(nd)]
     out = np.zeros((N, ocg * groups, *full))
     for idx in np.ndindex(*k):
-        sl = tuple(slice(idx[d] * dil[d], idx[d] * dil[d] + stride[d] * (x.shape[2 + d] - 1) + 1, stride[d])
-                   for d in range(nd))
+        sl = tuple(
+            slice(idx[d] * dil[d], idx[d] * dil[d] + stride[d] * (x.shape[2 + d] - 1) + 1, stride[d])
+            for d in range(nd)
+        )
         for g in range(groups):
             wk = w[(slice(g * cg, (g + 1) * cg), slice(None)) + idx].astype(np.float64)  # cg, ocg
             out[(slice(None), slice(g * ocg, (g + 1) * ocg)) + sl] += np.einsum(
-                "co,nc...->no...", wk, x[:, g * cg:(g + 1) * cg].astype(np.float64))
+                "co,nc...->no...", wk, x[:, g * cg : (g + 1) * cg].astype(np.float64)
+            )
     crop = tuple(slice(pad[d], full[d] - pad[d]) for d in range(nd))
     out = out[(slice(None), slice(None)) + crop]
     if b is not None:
@@ -183,9 +212,22 @@ def run_conv(L, hs, x, w, b, stride, pad, dil, transposed=False, opad=None, grou
     bh = H(hs(b)) if b is not None else None
     ret = H()
     opad = opad or [0] * nd
-    rc = L.aoti_torch_cpu_convolution(hs(x), hs(w), byref(bh) if bh is not None else None, arr(stride), len(stride),
-                                      arr(pad), len(pad), arr(dil), len(dil), int(transposed), arr(opad), len(opad),
-                                      groups, byref(ret))
+    rc = L.aoti_torch_cpu_convolution(
+        hs(x),
+        hs(w),
+        byref(bh) if bh is not None else None,
+        arr(stride),
+        len(stride),
+        arr(pad),
+        len(pad),
+        arr(dil),
+        len(dil),
+        int(transposed),
+        arr(opad),
+        len(opad),
+        groups,
+        byref(ret),
+    )
     if rc != 0:
         return None
     hs.adopt(ret.value)
@@ -211,15 +253,20 @@ def test_convolution(L, hs, case, dtype):
     b = rnd(OC, dtype=dtype, seed=2)
     got = run_conv(L, hs, x, w, b, list(stride), list(pad), list(dil), groups=groups)
     assert got is not None, _lib.last_error()
-    np.testing.assert_allclose(got, conv_ref(x, w, b, stride, pad, dil, groups), rtol=tol(dtype), atol=tol(dtype))
+    np.testing.assert_allclose(
+        got, conv_ref(x, w, b, stride, pad, dil, groups), rtol=tol(dtype), atol=tol(dtype)
+    )
 
 
-@pytest.mark.parametrize("case", [
-    (1, (6,), (3,), (2,), (1,), (1,), (1,), 1),
-    (2, (4, 5), (3, 3), (2, 2), (1, 0), (1, 1), (1, 0), 2),
-    (2, (3, 3), (2, 2), (1, 1), (0, 0), (2, 1), (0, 0), 1),
-    (3, (3, 2, 3), (2, 2, 2), (2, 1, 2), (0, 0, 1), (1, 1, 1), (1, 0, 0), 1),
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        (1, (6,), (3,), (2,), (1,), (1,), (1,), 1),
+        (2, (4, 5), (3, 3), (2, 2), (1, 0), (1, 1), (1, 0), 2),
+        (2, (3, 3), (2, 2), (1, 1), (0, 0), (2, 1), (0, 0), 1),
+        (3, (3, 2, 3), (2, 2, 2), (2, 1, 2), (0, 0, 1), (1, 1, 1), (1, 0, 0), 1),
+    ],
+)
 def test_convolution_transposed(L, hs, case):
     nd, insz, k, stride, pad, dil, opad, groups = case
     x = rnd(2, 4, *insz)
@@ -227,7 +274,9 @@ def test_convolution_transposed(L, hs, case):
     b = rnd(w.shape[1] * groups, seed=2)
     got = run_conv(L, hs, x, w, b, list(stride), list(pad), list(dil), True, list(opad), groups)
     assert got is not None, _lib.last_error()
-    np.testing.assert_allclose(got, conv_transpose_ref(x, w, b, stride, pad, dil, opad, groups), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        got, conv_transpose_ref(x, w, b, stride, pad, dil, opad, groups), rtol=1e-4, atol=1e-4
+    )
 
 
 def test_convolution_no_bias_channels_last_and_param_broadcast(L, hs):
@@ -255,7 +304,9 @@ def test_convolution_errors(L, hs):
     assert run_conv(L, hs, x, w, rnd(5), [1], [0], [1]) is None
     ret = H()
     one = (c_int64 * 1)(1)
-    assert L.aoti_torch_cpu_convolution(None, None, None, one, 1, one, 1, one, 1, 0, one, 1, 1, byref(ret)) != 0
+    assert (
+        L.aoti_torch_cpu_convolution(None, None, None, one, 1, one, 1, one, 1, 0, one, 1, 1, byref(ret)) != 0
+    )
 
 
 # ---- attention ------------------------------------------------------------------------------------------------
@@ -277,8 +328,16 @@ def run_sdpa(L, hs, q, k, v, mask=None, causal=False, scale=None, dropout=0.0):
     sc = c_double(scale) if scale is not None else None
     r0, r1 = H(), H()
     rc = L.aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
-        hs(q), hs(k), hs(v), dropout, int(causal), byref(mh) if mh is not None else None,
-        byref(sc) if sc is not None else None, byref(r0), byref(r1))
+        hs(q),
+        hs(k),
+        hs(v),
+        dropout,
+        int(causal),
+        byref(mh) if mh is not None else None,
+        byref(sc) if sc is not None else None,
+        byref(r0),
+        byref(r1),
+    )
     if rc != 0:
         return None, None
     hs.adopt(r0.value)

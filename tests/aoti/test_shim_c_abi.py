@@ -4,11 +4,25 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from ctypes import POINTER, byref, c_bool, c_double, c_float, c_int8, c_int16, c_int32, c_int64, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p
+from ctypes import (
+    POINTER,
+    byref,
+    c_bool,
+    c_double,
+    c_float,
+    c_int8,
+    c_int16,
+    c_int32,
+    c_int64,
+    c_uint8,
+    c_uint16,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
 
 import numpy as np
 import pytest
-
 from slimtensor.aoti import _lib
 
 H = c_void_p
@@ -21,9 +35,28 @@ def L():
     lib = _lib.lib()
     protos = {
         "aoti_torch_empty_strided": (c_int32, c_int64, P64, P64, c_int32, c_int32, c_int32, POINTER(H)),
-        "aoti_torch_empty_strided_pinned": (c_int32, c_int64, P64, P64, c_int32, c_int32, c_int32, POINTER(H)),
-        "aoti_torch_create_tensor_from_blob": (c_int32, c_void_p, c_int64, P64, P64, c_int64, c_int32, c_int32, c_int32,
-                                               POINTER(H)),
+        "aoti_torch_empty_strided_pinned": (
+            c_int32,
+            c_int64,
+            P64,
+            P64,
+            c_int32,
+            c_int32,
+            c_int32,
+            POINTER(H),
+        ),
+        "aoti_torch_create_tensor_from_blob": (
+            c_int32,
+            c_void_p,
+            c_int64,
+            P64,
+            P64,
+            c_int64,
+            c_int32,
+            c_int32,
+            c_int32,
+            POINTER(H),
+        ),
         "aoti_torch__reinterpret_tensor": (c_int32, H, c_int64, P64, P64, c_int64, POINTER(H)),
         "aoti_torch_as_strided": (c_int32, H, P64, P64, POINTER(H)),
         "aoti_torch__alloc_from_pool": (c_int32, H, c_int64, c_int32, c_int64, P64, P64, POINTER(H)),
@@ -75,8 +108,11 @@ def err(rc, *words):
 
 def empty(L, sizes, strides=None, dtype=F32):
     h = H()
-    ok(L.aoti_torch_empty_strided(len(sizes), arr(*sizes), arr(*strides) if strides is not None else None, dtype, 0, 0,
-                                  byref(h)))
+    ok(
+        L.aoti_torch_empty_strided(
+            len(sizes), arr(*sizes), arr(*strides) if strides is not None else None, dtype, 0, 0, byref(h)
+        )
+    )
     return h
 
 
@@ -92,9 +128,16 @@ def meta(L, h):
     ok(L.aoti_torch_get_storage_size(h, byref(sz)))
     ok(L.aoti_torch_get_dtype(h, byref(dt)))
     ok(L.aoti_torch_get_device_type(h, byref(dev)))
-    return dict(ndim=d.value, numel=n.value, sizes=[sizes[i] for i in range(d.value)],
-                strides=[strides[i] for i in range(d.value)], offset=off.value, nbytes=sz.value, dtype=dt.value,
-                device=dev.value)
+    return dict(
+        ndim=d.value,
+        numel=n.value,
+        sizes=[sizes[i] for i in range(d.value)],
+        strides=[strides[i] for i in range(d.value)],
+        offset=off.value,
+        nbytes=sz.value,
+        dtype=dt.value,
+        device=dev.value,
+    )
 
 
 def ptr(L, h):
@@ -122,17 +165,45 @@ def no_leaks(L):
 
 
 def test_constants(L):
-    codes = {"float32": 6, "float64": 7, "float16": 5, "bfloat16": 15, "int64": 4, "int32": 3, "int16": 2, "int8": 1,
-             "uint8": 0, "bool": 11, "complex32": 8, "complex64": 9, "complex128": 10, "uint16": 27, "uint32": 28,
-             "uint64": 29, "float8_e5m2": 23, "float8_e4m3fn": 24, "float8_e5m2fnuz": 25, "float8_e4m3fnuz": 26,
-             "float8_e8m0fnu": 44, "float4_e2m1fn_x2": 45}
+    codes = {
+        "float32": 6,
+        "float64": 7,
+        "float16": 5,
+        "bfloat16": 15,
+        "int64": 4,
+        "int32": 3,
+        "int16": 2,
+        "int8": 1,
+        "uint8": 0,
+        "bool": 11,
+        "complex32": 8,
+        "complex64": 9,
+        "complex128": 10,
+        "uint16": 27,
+        "uint32": 28,
+        "uint64": 29,
+        "float8_e5m2": 23,
+        "float8_e4m3fn": 24,
+        "float8_e5m2fnuz": 25,
+        "float8_e4m3fnuz": 26,
+        "float8_e8m0fnu": 44,
+        "float4_e2m1fn_x2": 45,
+    }
     for name, code in codes.items():
         assert getattr(L, f"aoti_torch_dtype_{name}")() == code, name
     devices = {"cpu": 0, "cuda": 1, "xpu": 12, "mps": 13, "meta": 14, "privateuse1": 20}
     for name, code in devices.items():
         assert getattr(L, f"aoti_torch_device_type_{name}")() == code
-    layouts = {"strided": 0, "sparse_coo": 1, "sparse_csr": 2, "_mkldnn": 3, "sparse_csc": 4, "sparse_bsr": 5,
-               "sparse_bsc": 6, "jagged": 7}
+    layouts = {
+        "strided": 0,
+        "sparse_coo": 1,
+        "sparse_csr": 2,
+        "_mkldnn": 3,
+        "sparse_csc": 4,
+        "sparse_bsr": 5,
+        "sparse_bsc": 6,
+        "jagged": 7,
+    }
     for name, code in layouts.items():
         assert getattr(L, f"aoti_torch_layout_{name}")() == code
     fmts = {"contiguous_format": 0, "preserve_format": 1, "channels_last": 2, "channels_last_3d": 3}
@@ -195,9 +266,24 @@ def test_empty_strided_layouts(L):
     ok(L.aoti_torch_delete_tensor_object(h))
 
 
-@pytest.mark.parametrize("case", ["null_ret", "neg_ndim", "huge_ndim", "null_sizes", "neg_size", "bad_dtype",
-                                  "quantized_dtype", "neg_dtype", "bad_device", "unknown_device", "cpu_index",
-                                  "neg_stride", "overflow"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "null_ret",
+        "neg_ndim",
+        "huge_ndim",
+        "null_sizes",
+        "neg_size",
+        "bad_dtype",
+        "quantized_dtype",
+        "neg_dtype",
+        "bad_device",
+        "unknown_device",
+        "cpu_index",
+        "neg_stride",
+        "overflow",
+    ],
+)
 def test_empty_strided_errors(L, case):
     h = H()
     args = dict(ndim=2, sizes=arr(2, 3), strides=None, dtype=F32, dev=0, idx=0, ret=byref(h))
@@ -234,8 +320,12 @@ def test_empty_strided_errors(L, case):
         args["strides"] = arr(3, -1)
     elif case == "overflow":
         args["sizes"] = arr(2**40, 2**40)
-    err(L.aoti_torch_empty_strided(args["ndim"], args["sizes"], args["strides"], args["dtype"], args["dev"],
-                                   args["idx"], args["ret"]), *words)
+    err(
+        L.aoti_torch_empty_strided(
+            args["ndim"], args["sizes"], args["strides"], args["dtype"], args["dev"], args["idx"], args["ret"]
+        ),
+        *words,
+    )
     assert not h.value
 
 
@@ -261,19 +351,33 @@ def test_from_blob_null_data(L):
     ok(L.aoti_torch_create_tensor_from_blob_v2(None, 2, arr(0, 3), None, 0, F32, 0, 0, byref(h), 0, None, 0))
     assert meta(L, h)["numel"] == 0
     ok(L.aoti_torch_delete_tensor_object(h))
-    err(L.aoti_torch_create_tensor_from_blob_v2(None, 2, arr(2, 3), None, 0, F32, 0, 0, byref(h), 0, None, 0),
-        "NULL", "elements")
+    err(
+        L.aoti_torch_create_tensor_from_blob_v2(None, 2, arr(2, 3), None, 0, F32, 0, 0, byref(h), 0, None, 0),
+        "NULL",
+        "elements",
+    )
 
 
 def test_from_blob_errors(L):
     buf = np.zeros(8, np.float32)
     h = H()
-    err(L.aoti_torch_create_tensor_from_blob_v2(buf.ctypes.data, 1, arr(4), None, 0, F32, 0, 0, byref(h), 3, None, 0),
-        "mkldnn")
-    err(L.aoti_torch_create_tensor_from_blob_v2(buf.ctypes.data, 1, arr(4), None, -1, F32, 0, 0, byref(h), 0, None, 0),
-        "storage_offset")
+    err(
+        L.aoti_torch_create_tensor_from_blob_v2(
+            buf.ctypes.data, 1, arr(4), None, 0, F32, 0, 0, byref(h), 3, None, 0
+        ),
+        "mkldnn",
+    )
+    err(
+        L.aoti_torch_create_tensor_from_blob_v2(
+            buf.ctypes.data, 1, arr(4), None, -1, F32, 0, 0, byref(h), 0, None, 0
+        ),
+        "storage_offset",
+    )
     err(L.aoti_torch_create_tensor_from_blob(buf.ctypes.data, 1, arr(4), None, 0, 123, 0, 0, byref(h)))
-    err(L.aoti_torch_create_tensor_from_blob(buf.ctypes.data, -2, arr(4), None, 0, F32, 0, 0, byref(h)), "ndim")
+    err(
+        L.aoti_torch_create_tensor_from_blob(buf.ctypes.data, -2, arr(4), None, 0, F32, 0, 0, byref(h)),
+        "ndim",
+    )
     err(L.aoti_torch_create_tensor_from_blob(buf.ctypes.data, 1, arr(4), None, 0, F32, 0, 0, None), "NULL")
     err(L.aoti_torch_create_tensor_from_blob(buf.ctypes.data, 1, arr(4), None, 0, F32, 1, 0, byref(h)))
 
@@ -374,10 +478,21 @@ def test_delete_errors(L):
 
 def test_getters_reject_null(L):
     h = empty(L, [2])
-    for name, t in [("get_data_ptr", c_void_p), ("get_dim", c_int64), ("get_numel", c_int64), ("get_sizes", P64),
-                    ("get_strides", P64), ("get_dtype", c_int32), ("get_device_type", c_int32),
-                    ("get_device_index", c_int32), ("get_storage_offset", c_int64), ("get_storage_size", c_int64),
-                    ("get_layout", c_int32), ("is_contiguous", c_bool), ("is_defined", c_bool)]:
+    for name, t in [
+        ("get_data_ptr", c_void_p),
+        ("get_dim", c_int64),
+        ("get_numel", c_int64),
+        ("get_sizes", P64),
+        ("get_strides", P64),
+        ("get_dtype", c_int32),
+        ("get_device_type", c_int32),
+        ("get_device_index", c_int32),
+        ("get_storage_offset", c_int64),
+        ("get_storage_size", c_int64),
+        ("get_layout", c_int32),
+        ("is_contiguous", c_bool),
+        ("is_defined", c_bool),
+    ]:
         f = getattr(L, "aoti_torch_" + name)
         v = t()
         err(f(None, byref(v)), name)
@@ -429,9 +544,19 @@ def test_copy(L):
         ok(L.aoti_torch_delete_tensor_object(h))
 
 
-ITEM_TYPES = [("float32", c_float, 6), ("float64", c_double, 7), ("uint8", c_uint8, 0), ("uint16", c_uint16, 27),
-              ("uint32", c_uint32, 28), ("uint64", c_uint64, 29), ("int8", c_int8, 1), ("int16", c_int16, 2),
-              ("int32", c_int32, 3), ("int64", c_int64, 4), ("bool", c_bool, 11)]
+ITEM_TYPES = [
+    ("float32", c_float, 6),
+    ("float64", c_double, 7),
+    ("uint8", c_uint8, 0),
+    ("uint16", c_uint16, 27),
+    ("uint32", c_uint32, 28),
+    ("uint64", c_uint64, 29),
+    ("int8", c_int8, 1),
+    ("int16", c_int16, 2),
+    ("int32", c_int32, 3),
+    ("int64", c_int64, 4),
+    ("bool", c_bool, 11),
+]
 
 
 @pytest.mark.parametrize("name,ctype,code", ITEM_TYPES)
@@ -544,10 +669,12 @@ def test_handles_are_traced(L):
     ok(L.aoti_torch_delete_tensor_object(h))
     events = _C._trace_stop(first)
     kinds = [(e["kind"], e["op"]) for e in events if "handle" in str(e["kind"]).lower()]
-    assert kinds == [("handle_create", "aoti_torch_empty_strided"),
-                     ("handle_create", "aoti_torch__reinterpret_tensor"),
-                     ("handle_delete", "aoti_torch_delete_tensor_object"),
-                     ("handle_delete", "aoti_torch_delete_tensor_object")], kinds
+    assert kinds == [
+        ("handle_create", "aoti_torch_empty_strided"),
+        ("handle_create", "aoti_torch__reinterpret_tensor"),
+        ("handle_delete", "aoti_torch_delete_tensor_object"),
+        ("handle_delete", "aoti_torch_delete_tensor_object"),
+    ], kinds
     created = [e for e in events if e["kind"] == "handle_create"]
     assert created[0]["id"] == h.value and tuple(created[0]["sizes"]) == (2, 3)
     assert created[1]["storage_id"] == created[0]["storage_id"]  # a view: same storage

@@ -59,10 +59,15 @@ def test_header_compiles_as_c():
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "t.c")
         with open(src, "w") as f:
-            f.write('#include "slimtensor/c/shim_cpu.h"\nint main(void) { return aoti_torch_dtype_float32() == 6 ? 0 : 1; }\n')
+            f.write(
+                '#include "slimtensor/c/shim_cpu.h"\nint main(void) { return aoti_torch_dtype_float32() == 6 ? 0 : 1; }\n'
+            )
         inc = os.path.dirname(os.path.dirname(INCLUDE))
-        r = subprocess.run([cc, "-std=c11", "-Wall", "-Werror", "-fsyntax-only", f"-I{inc}", src], capture_output=True,
-                           text=True)
+        r = subprocess.run(
+            [cc, "-std=c11", "-Wall", "-Werror", "-fsyntax-only", f"-I{inc}", src],
+            capture_output=True,
+            text=True,
+        )
         assert r.returncode == 0, r.stderr
 
 
@@ -93,9 +98,11 @@ def test_every_tensor_shim_of_torch_is_declared_and_exported():
     inc = _torch_include()
     with open(os.path.join(inc, "torch", "csrc", "inductor", "aoti_torch", "c", "shim.h")) as f:
         torch_names = set(_decls(f.read(), "AOTI_TORCH_EXPORT"))
-    not_tensor = re.compile(r"ivalue|c10_value|library|dispatcher|guard|stream|record_function|proxy_executor|"
-                            r"print_tensor|save_tensor|fbgemm|_wrapped_|scatter|index_put|check_inf_and_nan|"
-                            r"_mm_plus_mm|current_device|cuda_|delete_stream|stream_id")
+    not_tensor = re.compile(
+        r"ivalue|c10_value|library|dispatcher|guard|stream|record_function|proxy_executor|"
+        r"print_tensor|save_tensor|fbgemm|_wrapped_|scatter|index_put|check_inf_and_nan|"
+        r"_mm_plus_mm|current_device|cuda_|delete_stream|stream_id"
+    )
     wanted = {n for n in torch_names if not not_tensor.search(n)}
     with open(os.path.join(INCLUDE, "shim.h")) as f:
         ours = set(_decls(f.read(), "SLIMTENSOR_C_API"))

@@ -15,8 +15,14 @@ from ._model import AOTIError, AOTIModel
 __all__ = ["AOTIError", "AOTIModel", "last_error", "library_path", "live_handles", "load", "set_num_threads"]
 
 
-def load(path, device: str = "cpu", *, model_name: str | None = None, num_models: int = 1,
-         check_inputs: bool = True) -> AOTIModel:
+def load(
+    path,
+    device: str = "cpu",
+    *,
+    model_name: str | None = None,
+    num_models: int = 1,
+    check_inputs: bool = True,
+) -> AOTIModel:
     """Loads a ``.pt2`` package or a bare model ``.so`` to run on slimtensor's shims.
 
     ``check_inputs`` sets ``AOTI_RUNTIME_CHECK_INPUTS=1`` (unless already set) so the model checks every input's

@@ -42,9 +42,12 @@ class _Elf:
         if len(data) < 64 or data[:4] != b"\x7fELF":
             raise ElfError(f"{path}: not an ELF file (bad magic); expected a shared library (.so)")
         if data[4] != 2 or data[5] != 1:
-            raise ElfError(f"{path}: only 64-bit little-endian ELF is supported (class {data[4]}, data {data[5]})")
-        (self.e_type, self.e_machine, _, _, self.e_phoff, _, _, _, self.e_phentsize, self.e_phnum) = struct.unpack_from(
-            "<HHIQQQIHHH", data, 16)
+            raise ElfError(
+                f"{path}: only 64-bit little-endian ELF is supported (class {data[4]}, data {data[5]})"
+            )
+        (self.e_type, self.e_machine, _, _, self.e_phoff, _, _, _, self.e_phentsize, self.e_phnum) = (
+            struct.unpack_from("<HHIQQQIHHH", data, 16)
+        )
         if self.e_type != 3:
             raise ElfError(f"{path}: ELF type {self.e_type} is not a shared object (3)")
         if self.e_phoff + self.e_phnum * self.e_phentsize > len(data) or self.e_phentsize < 56:
@@ -53,16 +56,30 @@ class _Elf:
         for i in range(self.e_phnum):
             off = self.e_phoff + i * self.e_phentsize
             p_type, p_flags, p_offset, p_vaddr, p_paddr, p_filesz, p_memsz, p_align = struct.unpack_from(
-                "<IIQQQQQQ", data, off)
-            self.phdrs.append(dict(index=i, off=off, type=p_type, flags=p_flags, offset=p_offset, vaddr=p_vaddr,
-                                   filesz=p_filesz, memsz=p_memsz, align=p_align))
+                "<IIQQQQQQ", data, off
+            )
+            self.phdrs.append(
+                dict(
+                    index=i,
+                    off=off,
+                    type=p_type,
+                    flags=p_flags,
+                    offset=p_offset,
+                    vaddr=p_vaddr,
+                    filesz=p_filesz,
+                    memsz=p_memsz,
+                    align=p_align,
+                )
+            )
         dyn = [p for p in self.phdrs if p["type"] == PT_DYNAMIC]
         if not dyn:
             raise ElfError(f"{path}: no dynamic section (a static object?)")
         self.dyn_off, self.dyn_size = dyn[0]["offset"], dyn[0]["filesz"]
         if self.dyn_off + self.dyn_size > len(data):
             raise ElfError(f"{path}: truncated dynamic section")
-        self.dynamic = [struct.unpack_from("<qQ", data, self.dyn_off + 16 * i) for i in range(self.dyn_size // 16)]
+        self.dynamic = [
+            struct.unpack_from("<qQ", data, self.dyn_off + 16 * i) for i in range(self.dyn_size // 16)
+        ]
         tags = {}
         for tag, val in self.dynamic:
             if tag == DT_NULL:
@@ -94,7 +111,9 @@ class _Elf:
             off = symtab + 24 * i
             if off + 24 > len(self.data):
                 raise ElfError(f"{self.path}: truncated symbol table")
-            st_name, st_info, st_other, st_shndx, st_value, st_size = struct.unpack_from("<IBBHQQ", self.data, off)
+            st_name, st_info, st_other, st_shndx, st_value, st_size = struct.unpack_from(
+                "<IBBHQQ", self.data, off
+            )
             out.append((self.cstr(strtab + st_name), st_shndx != SHN_UNDEF))
         return out
 
@@ -167,21 +186,23 @@ def add_needed(path: str, name: str) -> None:
     strtab_vaddr = e.tags[DT_STRTAB]
     loads = sorted((p for p in e.phdrs if p["type"] == PT_LOAD), key=lambda p: p["offset"])
     spot = None
-    for i, p in enumerate(loads):
+    for p in loads:
         if p["filesz"] != p["memsz"] or p["vaddr"] < strtab_vaddr and p["vaddr"] + p["filesz"] < strtab_vaddr:
             continue
         end = p["offset"] + p["filesz"]
         start = (end + 7) & ~7
         page_end = (end + page - 1) // page * page
         next_start = min([q["offset"] for q in loads if q["offset"] >= end] + [len(data)])
-        if start + len(raw) <= min(page_end, next_start) and not any(data[end:start + len(raw)]):
+        if start + len(raw) <= min(page_end, next_start) and not any(data[end : start + len(raw)]):
             if p["vaddr"] + (start - p["offset"]) < strtab_vaddr:
                 continue
             spot = (p, start)
             break
     if spot is None:
-        raise ElfError(f"{path}: no room for the name {name!r} after any loadable segment; "
-                       "this model's layout cannot be patched (was it linked by GNU ld?)")
+        raise ElfError(
+            f"{path}: no room for the name {name!r} after any loadable segment; "
+            "this model's layout cannot be patched (was it linked by GNU ld?)"
+        )
     p, start = spot
     entries = list(e.dynamic)
     try:
@@ -200,7 +221,7 @@ def add_needed(path: str, name: str) -> None:
     used.insert(first_needed, (DT_NEEDED, str_vaddr - strtab_vaddr))
     new = used + [(DT_NULL, 0)] * (len(entries) - len(used))
     # write: the string, the grown segment, the dynamic section
-    data[start:start + len(raw)] = raw
+    data[start : start + len(raw)] = raw
     grow = start + len(raw) - (p["offset"] + p["filesz"])
     struct.pack_into("<QQ", data, p["off"] + 32, p["filesz"] + grow, p["memsz"] + grow)
     for i, (t, v) in enumerate(new):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
-from ctypes import POINTER, c_bool, c_char_p, c_double, c_int32, c_int64, c_size_t, c_uint8, c_void_p
+from ctypes import POINTER, c_char_p, c_int32, c_int64, c_uint8, c_void_p
 
 _LIB = None
 _PATH = None
@@ -52,8 +52,10 @@ def library_path() -> str:
             by_soname = [f for f in found if os.path.basename(f) == name]
             _PATH = by_soname[0] if by_soname else found[0]
             return _PATH
-    raise RuntimeError("slimtensor.aoti: libslimtensor was not found next to the slimtensor package "
-                       f"(looked in {candidates}); reinstall slimtensor-core or set SLIMTENSOR_LIBRARY")
+    raise RuntimeError(
+        "slimtensor.aoti: libslimtensor was not found next to the slimtensor package "
+        f"(looked in {candidates}); reinstall slimtensor-core or set SLIMTENSOR_LIBRARY"
+    )
 
 
 def _proto(lib, name, res, *args):
@@ -67,36 +69,50 @@ def lib() -> ctypes.CDLL:
     if _LIB is not None:
         return _LIB
     path = library_path()
-    l = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+    lib_ = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
     P64 = POINTER(c_int64)
-    _proto(l, "slimtensor_last_error", c_char_p)
-    _proto(l, "slimtensor_clear_last_error", None)
-    _proto(l, "slimtensor_aoti_live_handles", c_int64)
-    _proto(l, "slimtensor_aoti_debug_handles", c_int32)
-    _proto(l, "aoti_torch_delete_tensor_object", c_int32, H)
-    _proto(l, "aoti_torch_create_tensor_from_blob_v2", c_int32, c_void_p, c_int64, P64, P64, c_int64, c_int32,
-           c_int32, c_int32, POINTER(H), c_int32, POINTER(c_uint8), c_int64)
-    _proto(l, "aoti_torch_get_data_ptr", c_int32, H, POINTER(c_void_p))
-    _proto(l, "aoti_torch_get_sizes", c_int32, H, POINTER(P64))
-    _proto(l, "aoti_torch_get_strides", c_int32, H, POINTER(P64))
-    _proto(l, "aoti_torch_get_dim", c_int32, H, P64)
-    _proto(l, "aoti_torch_get_dtype", c_int32, H, POINTER(c_int32))
-    _proto(l, "aoti_torch_get_device_type", c_int32, H, POINTER(c_int32))
-    _proto(l, "aoti_torch_get_storage_offset", c_int32, H, P64)
-    _proto(l, "slimtensor_aoti_owner_new", c_void_p, c_void_p, c_void_p)
-    _proto(l, "slimtensor_aoti_owner_set_container", None, c_void_p, c_void_p)
-    _proto(l, "slimtensor_aoti_owner_enter", None, c_void_p)
-    _proto(l, "slimtensor_aoti_owner_release", None, c_void_p)
-    _proto(l, "slimtensor_aoti_owner_adopt_output", c_int32, c_void_p, H)
-    _proto(l, "slimtensor_aoti_owner_refs", c_int64, c_void_p)
-    _proto(l, "slimtensor_aoti_handle_from_dlpack", c_int32, c_void_p, POINTER(H))
-    _proto(l, "slimtensor_aoti_handle_to_dlpack", c_void_p, H)
-    _proto(l, "slimtensor_aoti_dlpack_delete", None, c_void_p)
-    _proto(l, "slimtensor_blas_set_num_threads", None, c_int32)
-    _proto(l, "slimtensor_blas_get_num_threads", c_int32)
-    _ = (c_bool, c_double, c_size_t)
-    _LIB = l
-    return l
+    _proto(lib_, "slimtensor_last_error", c_char_p)
+    _proto(lib_, "slimtensor_clear_last_error", None)
+    _proto(lib_, "slimtensor_aoti_live_handles", c_int64)
+    _proto(lib_, "slimtensor_aoti_debug_handles", c_int32)
+    _proto(lib_, "aoti_torch_delete_tensor_object", c_int32, H)
+    _proto(
+        lib_,
+        "aoti_torch_create_tensor_from_blob_v2",
+        c_int32,
+        c_void_p,
+        c_int64,
+        P64,
+        P64,
+        c_int64,
+        c_int32,
+        c_int32,
+        c_int32,
+        POINTER(H),
+        c_int32,
+        POINTER(c_uint8),
+        c_int64,
+    )
+    _proto(lib_, "aoti_torch_get_data_ptr", c_int32, H, POINTER(c_void_p))
+    _proto(lib_, "aoti_torch_get_sizes", c_int32, H, POINTER(P64))
+    _proto(lib_, "aoti_torch_get_strides", c_int32, H, POINTER(P64))
+    _proto(lib_, "aoti_torch_get_dim", c_int32, H, P64)
+    _proto(lib_, "aoti_torch_get_dtype", c_int32, H, POINTER(c_int32))
+    _proto(lib_, "aoti_torch_get_device_type", c_int32, H, POINTER(c_int32))
+    _proto(lib_, "aoti_torch_get_storage_offset", c_int32, H, P64)
+    _proto(lib_, "slimtensor_aoti_owner_new", c_void_p, c_void_p, c_void_p)
+    _proto(lib_, "slimtensor_aoti_owner_set_container", None, c_void_p, c_void_p)
+    _proto(lib_, "slimtensor_aoti_owner_enter", None, c_void_p)
+    _proto(lib_, "slimtensor_aoti_owner_release", None, c_void_p)
+    _proto(lib_, "slimtensor_aoti_owner_adopt_output", c_int32, c_void_p, H)
+    _proto(lib_, "slimtensor_aoti_owner_refs", c_int64, c_void_p)
+    _proto(lib_, "slimtensor_aoti_handle_from_dlpack", c_int32, c_void_p, POINTER(H))
+    _proto(lib_, "slimtensor_aoti_handle_to_dlpack", c_void_p, H)
+    _proto(lib_, "slimtensor_aoti_dlpack_delete", None, c_void_p)
+    _proto(lib_, "slimtensor_blas_set_num_threads", None, c_int32)
+    _proto(lib_, "slimtensor_blas_get_num_threads", c_int32)
+    _LIB = lib_
+    return lib_
 
 
 _CAP_NAME = b"dltensor"
@@ -105,7 +121,10 @@ _USED_NAME = b"used_dltensor"
 
 def _capi():
     api = ctypes.pythonapi
-    api.PyCapsule_GetPointer.restype, api.PyCapsule_GetPointer.argtypes = c_void_p, [ctypes.py_object, c_char_p]
+    api.PyCapsule_GetPointer.restype, api.PyCapsule_GetPointer.argtypes = (
+        c_void_p,
+        [ctypes.py_object, c_char_p],
+    )
     api.PyCapsule_SetName.restype, api.PyCapsule_SetName.argtypes = ctypes.c_int, [ctypes.py_object, c_char_p]
     api.PyCapsule_New.restype, api.PyCapsule_New.argtypes = ctypes.py_object, [c_void_p, c_char_p, c_void_p]
     api.PyCapsule_IsValid.restype, api.PyCapsule_IsValid.argtypes = ctypes.c_int, [ctypes.py_object, c_char_p]

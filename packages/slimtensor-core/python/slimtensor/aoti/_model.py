@@ -41,8 +41,15 @@ def _check_inputs_env() -> None:
 class AOTIModel:
     """A model compiled by ``torch._inductor.aoti_compile_and_package`` (``aot_inductor.link_libtorch=False``)."""
 
-    def __init__(self, path: str, device: str = "cpu", *, model_name: str | None = None, num_models: int = 1,
-                 check_inputs: bool = True):
+    def __init__(
+        self,
+        path: str,
+        device: str = "cpu",
+        *,
+        model_name: str | None = None,
+        num_models: int = 1,
+        check_inputs: bool = True,
+    ):
         self._closed = True
         self._owner = None
         self._dir = tempfile.mkdtemp(prefix="slimtensor-aoti-")
@@ -59,13 +66,15 @@ class AOTIModel:
     # ---- loading --------------------------------------------------------------------------------------
     def _open(self, path, device, model_name, num_models, check_inputs):
         if device.split(":")[0] != "cpu":
-            raise NotImplementedError(f"slimtensor.aoti.load(): device={device!r}: only 'cpu' models run on "
-                                      "slimtensor's shims for now")
+            raise NotImplementedError(
+                f"slimtensor.aoti.load(): device={device!r}: only 'cpu' models run on "
+                "slimtensor's shims for now"
+            )
         self.path, self.device = path, device
         files = _package.open_model_files(path, self._dir, model_name)
         _package.check_metadata(files, device)
         self._files = files
-        lib = _lib.lib()
+        _lib.lib()  # loads libslimtensor (the same copy as slimtensor._C's)
         libpath = os.path.realpath(_lib.library_path())
         try:
             undefined = _elf.undefined_symbols(files.so_path)
@@ -74,13 +83,17 @@ class AOTIModel:
         have = _elf.defined_symbols(libpath)
         missing = sorted(n for n in undefined if n.startswith("aoti_torch_") and n not in have)
         if missing:
-            raise AOTIError(f"slimtensor.aoti.load(): {path!r} calls {len(missing)} shim function(s) slimtensor does "
-                            f"not implement: {', '.join(missing)}. slimtensor implements torch {_TORCH_ABI}'s shims "
-                            "for tensors and the CPU fallbacks addmm/mm/bmm/baddbmm/convolution/SDPA; a model from "
-                            "another torch version, or one using other fallback ops, needs them added.")
+            raise AOTIError(
+                f"slimtensor.aoti.load(): {path!r} calls {len(missing)} shim function(s) slimtensor does "
+                f"not implement: {', '.join(missing)}. slimtensor implements torch {_TORCH_ABI}'s shims "
+                "for tensors and the CPU fallbacks addmm/mm/bmm/baddbmm/convolution/SDPA; a model from "
+                "another torch version, or one using other fallback ops, needs them added."
+            )
         if "AOTInductorModelContainerCreateWithDevice" not in _elf.defined_symbols(files.so_path):
-            raise ValueError(f"slimtensor.aoti.load(): {path!r} is a shared library but not an AOTInductor model "
-                             "(no AOTInductorModelContainerCreateWithDevice)")
+            raise ValueError(
+                f"slimtensor.aoti.load(): {path!r} is a shared library but not an AOTInductor model "
+                "(no AOTInductorModelContainerCreateWithDevice)"
+            )
         _runtime.ensure_sleef({n for n in undefined if n.startswith("Sleef_")}, path)
         soname = _elf.soname(libpath) or os.path.basename(libpath)
         try:
@@ -94,7 +107,9 @@ class AOTIModel:
             hint = ""
             if "libgomp" in msg:
                 hint = " The model uses OpenMP: install it ('apt-get install libgomp1')."
-            raise AOTIError(f"slimtensor.aoti.load(): the dynamic loader refused {path!r}: {msg}.{hint}") from e
+            raise AOTIError(
+                f"slimtensor.aoti.load(): the dynamic loader refused {path!r}: {msg}.{hint}"
+            ) from e
         self._bind()
         if check_inputs:
             _check_inputs_env()
@@ -107,24 +122,42 @@ class AOTIModel:
 
     def _bind(self):
         H, C = c_void_p, c_void_p
-        self._create_fn = self._fn("AOTInductorModelContainerCreateWithDevice", c_int32, POINTER(C), c_size_t,
-                                   c_char_p, c_char_p)
+        self._create_fn = self._fn(
+            "AOTInductorModelContainerCreateWithDevice", c_int32, POINTER(C), c_size_t, c_char_p, c_char_p
+        )
         self._delete_fn = self._fn("AOTInductorModelContainerDelete", c_int32, C)
-        self._run_fn = self._fn("AOTInductorModelContainerRun", c_int32, C, POINTER(H), c_size_t, POINTER(H),
-                                c_size_t, c_void_p, c_void_p)
+        self._run_fn = self._fn(
+            "AOTInductorModelContainerRun",
+            c_int32,
+            C,
+            POINTER(H),
+            c_size_t,
+            POINTER(H),
+            c_size_t,
+            c_void_p,
+            c_void_p,
+        )
         self._n_in_fn = self._fn("AOTInductorModelContainerGetNumInputs", c_int32, C, POINTER(c_size_t))
         self._n_out_fn = self._fn("AOTInductorModelContainerGetNumOutputs", c_int32, C, POINTER(c_size_t))
-        self._in_name_fn = self._fn("AOTInductorModelContainerGetInputName", c_int32, C, c_size_t, POINTER(c_char_p))
-        self._out_name_fn = self._fn("AOTInductorModelContainerGetOutputName", c_int32, C, c_size_t, POINTER(c_char_p))
+        self._in_name_fn = self._fn(
+            "AOTInductorModelContainerGetInputName", c_int32, C, c_size_t, POINTER(c_char_p)
+        )
+        self._out_name_fn = self._fn(
+            "AOTInductorModelContainerGetOutputName", c_int32, C, c_size_t, POINTER(c_char_p)
+        )
         self._n_const_fn = self._fn("AOTInductorModelContainerGetNumConstants", c_int32, C, POINTER(c_size_t))
-        self._const_name_fn = self._fn("AOTInductorModelContainerGetConstantName", c_int32, C, c_size_t,
-                                       POINTER(c_char_p))
-        self._const_fqn_fn = self._fn("AOTInductorModelContainerGetConstantOriginalFQN", c_int32, C, c_size_t,
-                                      POINTER(c_char_p))
-        self._const_dtype_fn = self._fn("AOTInductorModelContainerGetConstantDtype", c_int32, C, c_size_t,
-                                        POINTER(c_int32))
-        self._const_size_fn = self._fn("AOTInductorModelContainerGetConstantDataSize", c_int32, C, c_size_t,
-                                       POINTER(c_size_t))
+        self._const_name_fn = self._fn(
+            "AOTInductorModelContainerGetConstantName", c_int32, C, c_size_t, POINTER(c_char_p)
+        )
+        self._const_fqn_fn = self._fn(
+            "AOTInductorModelContainerGetConstantOriginalFQN", c_int32, C, c_size_t, POINTER(c_char_p)
+        )
+        self._const_dtype_fn = self._fn(
+            "AOTInductorModelContainerGetConstantDtype", c_int32, C, c_size_t, POINTER(c_int32)
+        )
+        self._const_size_fn = self._fn(
+            "AOTInductorModelContainerGetConstantDataSize", c_int32, C, c_size_t, POINTER(c_size_t)
+        )
         self._last_error_fn = self._fn("AOTInductorGetLastError", c_int32, POINTER(c_char_p))
         try:
             self._blob_fn = self._fn("AOTInductorModelUpdateConstantsFromBlob", c_int32, C, POINTER(c_uint8))
@@ -155,8 +188,10 @@ class AOTIModel:
             rc = self._create_fn(ctypes.byref(container), num_models, device.encode(), None)
             if rc == 0 and self._files.weights_path:
                 if self._blob_fn is None:
-                    raise AOTIError("slimtensor.aoti.load(): the package has a separate weights blob but the model "
-                                    "has no AOTInductorModelUpdateConstantsFromBlob")
+                    raise AOTIError(
+                        "slimtensor.aoti.load(): the package has a separate weights blob but the model "
+                        "has no AOTInductorModelUpdateConstantsFromBlob"
+                    )
                 with open(self._files.weights_path, "rb") as f:
                     self._blob = bytearray(f.read())
                 buf = (c_uint8 * len(self._blob)).from_buffer(self._blob)
@@ -224,8 +259,10 @@ class AOTIModel:
                 self._inflight += 1
                 entered = True
             if len(handles) != self.num_inputs:
-                raise ValueError(f"the model takes {self.num_inputs} inputs ({', '.join(self.input_names)}) but got "
-                                 f"{len(handles)}")
+                raise ValueError(
+                    f"the model takes {self.num_inputs} inputs ({', '.join(self.input_names)}) but got "
+                    f"{len(handles)}"
+                )
             # ctypes releases the GIL for the call.
             rc = self._run_fn(self._container, ins, len(handles), outs, self.num_outputs, None, None)
             if rc != 0:
@@ -262,16 +299,20 @@ class AOTIModel:
 
         self._check_open()
         if len(inputs) != self.num_inputs:
-            raise ValueError(f"slimtensor.aoti: the model takes {self.num_inputs} inputs "
-                             f"({', '.join(self.input_names)}) but got {len(inputs)}")
+            raise ValueError(
+                f"slimtensor.aoti: the model takes {self.num_inputs} inputs "
+                f"({', '.join(self.input_names)}) but got {len(inputs)}"
+            )
         lib = _lib.lib()
         handles = []
         try:
             for i, x in enumerate(inputs):
                 t = _to_tensor(st, x, i)
                 if t.device.type != "cpu":
-                    raise ValueError(f"slimtensor.aoti: input {i} ({self.input_names[i]}) is on {t.device} but the "
-                                     "model runs on cpu; move it with .cpu()")
+                    raise ValueError(
+                        f"slimtensor.aoti: input {i} ({self.input_names[i]}) is on {t.device} but the "
+                        "model runs on cpu; move it with .cpu()"
+                    )
                 if not t.is_contiguous():
                     t = t.contiguous()
                 handles.append(_lib.handle_from_capsule(t.__dlpack__()))
@@ -370,5 +411,7 @@ def _to_tensor(st, x, i):
         pass
     if hasattr(x, "__dlpack__"):
         return st.from_dlpack(x)
-    raise TypeError(f"slimtensor.aoti: input {i} is a {type(x).__name__}; pass a slimtensor tensor, a numpy array "
-                    "or an object with __dlpack__")
+    raise TypeError(
+        f"slimtensor.aoti: input {i} is a {type(x).__name__}; pass a slimtensor tensor, a numpy array "
+        "or an object with __dlpack__"
+    )

@@ -9,10 +9,22 @@ import numpy as np
 from . import _lib
 
 # c10 dtype codes of the numpy dtypes (bfloat16 through ml_dtypes when installed).
-_CODES = {np.dtype(np.uint8): 0, np.dtype(np.int8): 1, np.dtype(np.int16): 2, np.dtype(np.int32): 3,
-          np.dtype(np.int64): 4, np.dtype(np.float16): 5, np.dtype(np.float32): 6, np.dtype(np.float64): 7,
-          np.dtype(np.complex64): 9, np.dtype(np.complex128): 10, np.dtype(np.bool_): 11,
-          np.dtype(np.uint16): 27, np.dtype(np.uint32): 28, np.dtype(np.uint64): 29}
+_CODES = {
+    np.dtype(np.uint8): 0,
+    np.dtype(np.int8): 1,
+    np.dtype(np.int16): 2,
+    np.dtype(np.int32): 3,
+    np.dtype(np.int64): 4,
+    np.dtype(np.float16): 5,
+    np.dtype(np.float32): 6,
+    np.dtype(np.float64): 7,
+    np.dtype(np.complex64): 9,
+    np.dtype(np.complex128): 10,
+    np.dtype(np.bool_): 11,
+    np.dtype(np.uint16): 27,
+    np.dtype(np.uint32): 28,
+    np.dtype(np.uint64): 29,
+}
 try:
     import ml_dtypes
 
@@ -42,8 +54,9 @@ def handle_from_array(a: np.ndarray) -> int:
     st = (ctypes.c_int64 * max(1, n))(*strides)
     h = ctypes.c_void_p()
     data = a.ctypes.data if a.size else None
-    rc = lib.aoti_torch_create_tensor_from_blob_v2(data, n, sizes, st, 0, dtype_code(a.dtype), 0, 0, ctypes.byref(h), 0,
-                                                   None, 0)
+    rc = lib.aoti_torch_create_tensor_from_blob_v2(
+        data, n, sizes, st, 0, dtype_code(a.dtype), 0, 0, ctypes.byref(h), 0, None, 0
+    )
     if rc != 0:
         raise ValueError(_lib.last_error())
     return h.value
@@ -54,9 +67,13 @@ def array_from_handle(h: int) -> np.ndarray:
     lib = _lib.lib()
     ptr, dim, dt = ctypes.c_void_p(), ctypes.c_int64(), ctypes.c_int32()
     sizes, strides = ctypes.POINTER(ctypes.c_int64)(), ctypes.POINTER(ctypes.c_int64)()
-    for rc in (lib.aoti_torch_get_data_ptr(h, ctypes.byref(ptr)), lib.aoti_torch_get_dim(h, ctypes.byref(dim)),
-               lib.aoti_torch_get_dtype(h, ctypes.byref(dt)), lib.aoti_torch_get_sizes(h, ctypes.byref(sizes)),
-               lib.aoti_torch_get_strides(h, ctypes.byref(strides))):
+    for rc in (
+        lib.aoti_torch_get_data_ptr(h, ctypes.byref(ptr)),
+        lib.aoti_torch_get_dim(h, ctypes.byref(dim)),
+        lib.aoti_torch_get_dtype(h, ctypes.byref(dt)),
+        lib.aoti_torch_get_sizes(h, ctypes.byref(sizes)),
+        lib.aoti_torch_get_strides(h, ctypes.byref(strides)),
+    ):
         if rc != 0:
             raise ValueError(_lib.last_error())
     dtype = _DTYPES[dt.value]
@@ -64,6 +81,6 @@ def array_from_handle(h: int) -> np.ndarray:
     st = tuple(strides[i] * dtype.itemsize for i in range(dim.value))
     if not ptr.value or 0 in shape:
         return np.empty(shape, dtype)
-    extent = 1 + sum((n - 1) * s for n, s in zip(shape, strides[:dim.value] if dim.value else []))
+    extent = 1 + sum((n - 1) * s for n, s in zip(shape, strides[: dim.value] if dim.value else [], strict=True))
     buf = (ctypes.c_char * (extent * dtype.itemsize)).from_address(ptr.value)
     return np.ndarray(shape, dtype, buffer=buf, strides=st)

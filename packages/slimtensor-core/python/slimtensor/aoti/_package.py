@@ -64,12 +64,16 @@ def open_model_files(path: str, workdir: str, model_name: str | None = None) -> 
         os.chmod(so_dest, 0o700)
         return ModelFiles(so_path=so_dest, source=path)
     if magic[:2] != b"PK":
-        raise ValueError(f"slimtensor.aoti.load(): {path!r} is neither a .pt2 package (zip) nor a model .so "
-                         f"(ELF); it starts with {magic!r}. Pass the file aoti_compile_and_package wrote.")
+        raise ValueError(
+            f"slimtensor.aoti.load(): {path!r} is neither a .pt2 package (zip) nor a model .so "
+            f"(ELF); it starts with {magic!r}. Pass the file aoti_compile_and_package wrote."
+        )
     try:
         zf = zipfile.ZipFile(path)
     except zipfile.BadZipFile as e:
-        raise ValueError(f"slimtensor.aoti.load(): {path!r} is a damaged zip file ({e}); recompile or re-download it") from e
+        raise ValueError(
+            f"slimtensor.aoti.load(): {path!r} is a damaged zip file ({e}); recompile or re-download it"
+        ) from e
     with zf:
         models: dict[str, list[zipfile.ZipInfo]] = {}
         for info in zf.infolist():
@@ -77,16 +81,24 @@ def open_model_files(path: str, workdir: str, model_name: str | None = None) -> 
             if m:
                 models.setdefault(m.group(1), []).append(info)
         if not models:
-            raise ValueError(f"slimtensor.aoti.load(): {path!r} is a zip but not an AOTInductor package: it has "
-                             "no <root>/data/aotinductor/<model>/*.so (a package_cpp_only package must be compiled first)")
+            raise ValueError(
+                f"slimtensor.aoti.load(): {path!r} is a zip but not an AOTInductor package: it has "
+                "no <root>/data/aotinductor/<model>/*.so (a package_cpp_only package must be compiled first)"
+            )
         if model_name is None:
             model_name = "model" if "model" in models else sorted(models)[0]
             if len(models) > 1 and "model" not in models:
-                raise ValueError(f"slimtensor.aoti.load(): {path!r} holds several models {sorted(models)}; pass model_name=")
+                raise ValueError(
+                    f"slimtensor.aoti.load(): {path!r} holds several models {sorted(models)}; pass model_name="
+                )
         if model_name not in models:
-            raise ValueError(f"slimtensor.aoti.load(): no model {model_name!r} in {path!r}; it has {sorted(models)}")
+            raise ValueError(
+                f"slimtensor.aoti.load(): no model {model_name!r} in {path!r}; it has {sorted(models)}"
+            )
         if len(models[model_name]) != 1:
-            raise ValueError(f"slimtensor.aoti.load(): model {model_name!r} has {len(models[model_name])} .so files")
+            raise ValueError(
+                f"slimtensor.aoti.load(): model {model_name!r} has {len(models[model_name])} .so files"
+            )
         roots = {i.filename.split("/", 1)[0] for i in zf.infolist() if i.filename.endswith("/archive_format")}
         for root in roots:
             fmt = zf.read(f"{root}/archive_format").decode("utf-8", "replace").strip()
@@ -99,7 +111,7 @@ def open_model_files(path: str, workdir: str, model_name: str | None = None) -> 
             files = ModelFiles(so_path=so_dest, source=path, is_package=True)
             for info in zf.infolist():
                 name = info.filename
-                if not name.startswith(folder) or "/" in name[len(folder):]:
+                if not name.startswith(folder) or "/" in name[len(folder) :]:
                     continue
                 if name.endswith("_weights.blob"):
                     files.weights_path = os.path.join(workdir, "weights.blob")
@@ -107,7 +119,9 @@ def open_model_files(path: str, workdir: str, model_name: str | None = None) -> 
                 elif name.endswith("wrapper_metadata.json"):
                     files.metadata = json.loads(zf.read(info).decode("utf-8"))
         except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
-            raise ValueError(f"slimtensor.aoti.load(): cannot read {path!r}: {e}; the package is damaged") from e
+            raise ValueError(
+                f"slimtensor.aoti.load(): cannot read {path!r}: {e}; the package is damaged"
+            ) from e
     return files
 
 
@@ -129,8 +143,10 @@ def check_metadata(files: ModelFiles, device: str) -> None:
         return
     key = md.get("AOTI_DEVICE_KEY")
     if key and key.split(":")[0] != device.split(":")[0]:
-        raise ValueError(f"slimtensor.aoti.load(): the package was compiled for {key!r} but device={device!r}; "
-                         f"pass device={key!r}")
+        raise ValueError(
+            f"slimtensor.aoti.load(): the package was compiled for {key!r} but device={device!r}; "
+            f"pass device={key!r}"
+        )
     isa = md.get("AOTI_CPU_ISA", "")
     if key == "cpu" and isa:
         have = cpu_flags()
@@ -140,6 +156,8 @@ def check_metadata(files: ModelFiles, device: str) -> None:
         for word in isa.split():
             missing |= _ISA_FLAGS.get(word, set()) - have
         if missing:
-            raise RuntimeError(f"slimtensor.aoti.load(): the model was compiled for {isa!r} but this CPU lacks "
-                               f"{sorted(missing)}; recompile it with inductor_configs "
-                               "{'cpp.march': 'x86-64-v3', 'cpp.simdlen': 256} (AVX2) or for this machine")
+            raise RuntimeError(
+                f"slimtensor.aoti.load(): the model was compiled for {isa!r} but this CPU lacks "
+                f"{sorted(missing)}; recompile it with inductor_configs "
+                "{'cpp.march': 'x86-64-v3', 'cpp.simdlen': 256} (AVX2) or for this machine"
+            )

@@ -46,14 +46,18 @@ def ensure_sleef(needed: set[str], model: str) -> None:
                 except OSError:
                     continue
     if _SLEEF is None:
-        raise RuntimeError(f"slimtensor.aoti.load(): {model} uses SLEEF vector math ({len(needed)} Sleef_* "
-                           "functions, e.g. " + ", ".join(sorted(needed)[:3]) + ") but libsleef.so.3 is not "
-                           "installed; run 'apt-get install libsleef3' or compile the model with cpp.simdlen=0")
+        raise RuntimeError(
+            f"slimtensor.aoti.load(): {model} uses SLEEF vector math ({len(needed)} Sleef_* "
+            "functions, e.g. " + ", ".join(sorted(needed)[:3]) + ") but libsleef.so.3 is not "
+            "installed; run 'apt-get install libsleef3' or compile the model with cpp.simdlen=0"
+        )
     have = _elf.defined_symbols(_SLEEF_PATH) if os.path.exists(_SLEEF_PATH) else set()
     missing = sorted(needed - have) if have else []
     if missing:
-        raise RuntimeError(f"slimtensor.aoti.load(): {_SLEEF_PATH} lacks {len(missing)} SLEEF functions the model "
-                           f"needs: {missing[:10]}; install a newer libsleef3")
+        raise RuntimeError(
+            f"slimtensor.aoti.load(): {_SLEEF_PATH} lacks {len(missing)} SLEEF functions the model "
+            f"needs: {missing[:10]}; install a newer libsleef3"
+        )
 
 
 def sleef_path() -> str | None:
