@@ -36,14 +36,16 @@ ADDMM = [(64, 256, 256), (256, 1024, 1024), (512, 512, 2048)]
 CHILD = r"""
 import ctypes, os, sys, time, json, zipfile, tempfile
 import numpy as np
-side, d, threads, names, addmm = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(","), json.loads(sys.argv[5])
+side, d, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+names, addmm = sys.argv[4].split(","), json.loads(sys.argv[5])
 os.environ["OMP_NUM_THREADS"] = str(threads)
 H = ctypes.c_void_p
 P64 = ctypes.POINTER(ctypes.c_int64)
 if side == "torch":
     import torch
     torch.set_num_threads(threads)
-    lib = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"), mode=os.RTLD_GLOBAL)
+    libtorch = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
+    lib = ctypes.CDLL(libtorch, mode=os.RTLD_GLOBAL)
     def open_model(path):
         tmp = tempfile.mkdtemp()
         with zipfile.ZipFile(path) as z:
@@ -61,8 +63,8 @@ else:
         models.append(m)
         return m._dll
 blob = lib.aoti_torch_create_tensor_from_blob_v2
-blob.restype, blob.argtypes = ctypes.c_int32, [ctypes.c_void_p, ctypes.c_int64, P64, P64, ctypes.c_int64, ctypes.c_int32,
-                                               ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32,
+I32, I64, VP = ctypes.c_int32, ctypes.c_int64, ctypes.c_void_p
+blob.restype, blob.argtypes = I32, [VP, I64, P64, P64, I64, I32, I32, I32, VP, I32,
                                                ctypes.c_void_p, ctypes.c_int64]
 delete = lib.aoti_torch_delete_tensor_object
 delete.restype, delete.argtypes = ctypes.c_int32, [H]
@@ -97,13 +99,16 @@ for name in names:
     dll.AOTInductorModelContainerGetNumOutputs(c, ctypes.byref(nout))
     z = np.load(f"{d}/{name}.npz")
     ins = [np.ascontiguousarray(z[k]) for k in sorted(k for k in z.files if k.startswith("in0_"))]
-    meta = [((ctypes.c_int64 * max(1, a.ndim))(*a.shape), (ctypes.c_int64 * max(1, a.ndim))(*[s // a.itemsize for s in a.strides]), CODES[a.dtype]) for a in ins]
+    def dims(v):
+        return (ctypes.c_int64 * max(1, len(v)))(*v)
+    meta = [(dims(a.shape), dims([s // a.itemsize for s in a.strides]), CODES[a.dtype]) for a in ins]
     n_in, n_out = len(ins), nout.value
     hin, hout = (H * n_in)(), (H * n_out)()
     base_in = ctypes.addressof(hin)
     def once():
         for i, a in enumerate(ins):
-            blob(a.ctypes.data, a.ndim, meta[i][0], meta[i][1], 0, meta[i][2], 0, 0, base_in + 8 * i, 0, None, 0)
+            sz, st, code = meta[i]
+            blob(a.ctypes.data, a.ndim, sz, st, 0, code, 0, 0, base_in + 8 * i, 0, None, 0)
         if run(c, hin, n_in, hout, n_out, None, None) != 0:
             raise RuntimeError("run failed")
         for i in range(n_out):
@@ -113,7 +118,9 @@ addmm_fn = lib.aoti_torch_cpu_addmm_out
 addmm_fn.restype, addmm_fn.argtypes = ctypes.c_int32, [H, H, H, H, ctypes.c_double, ctypes.c_double]
 def handle(a):
     h = H()
-    blob(a.ctypes.data, a.ndim, (ctypes.c_int64 * a.ndim)(*a.shape), (ctypes.c_int64 * a.ndim)(*[s // 4 for s in a.strides]), 0, 6, 0, 0, ctypes.byref(h), 0, None, 0)
+    sz = (ctypes.c_int64 * a.ndim)(*a.shape)
+    st = (ctypes.c_int64 * a.ndim)(*[s // 4 for s in a.strides])
+    blob(a.ctypes.data, a.ndim, sz, st, 0, 6, 0, 0, ctypes.byref(h), 0, None, 0)
     return h
 for m, k, n in addmm:
     rng = np.random.default_rng(0)

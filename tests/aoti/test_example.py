@@ -1,4 +1,4 @@
-"""The C++ deployment story: examples/run_model.cpp, built with CMake against the installed package, runs a model."""
+"""The C++ deployment story: examples/run_model.cpp, built with CMake against the package, runs a model."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Symbol isolation (DESIGN.md "Symbols"): models bind to slimtensor, libtorch keeps its own shims, in any import order.
+"""Symbol isolation (DESIGN.md "Symbols"): models bind to slimtensor, libtorch keeps its own shims.
 
 Each case runs in a fresh subprocess, because what is loaded into a process cannot be unloaded.
 """
@@ -137,7 +137,7 @@ assert L.aoti_torch_delete_tensor_object(ctypes.addressof(fake)) != 0
 
 
 def test_blas_is_loaded_lazily_with_the_right_kernels(model_dir):
-    """Note [Lazy BLAS]: no OpenBLAS (and no thread pool) until a fallback needs it; AVX-512 kernels on AMD."""
+    """Note [Lazy BLAS]: no OpenBLAS (no thread pool) until a fallback needs it; AVX-512 kernels on AMD."""
     code = """
 import ctypes, os
 from slimtensor import aoti
@@ -147,11 +147,12 @@ d = os.environ["MODEL_DIR"]
 z = np.load(f"{d}/pointwise.npz")
 with aoti.load(f"{d}/pointwise.pt2") as m:
     m.run_numpy(z["in0_0"], z["in0_1"])
-assert "scipy_openblas32/lib/libscipy_openblas.so" not in open("/proc/self/maps").read(), "BLAS loaded without a matrix product"
+BLAS = "scipy_openblas32/lib/libscipy_openblas.so"
+assert BLAS not in open("/proc/self/maps").read(), "BLAS loaded without a matrix product"
 L = _lib.lib()
 L.slimtensor_blas_info.restype = ctypes.c_char_p
 info = L.slimtensor_blas_info().decode()
-assert "OpenBLAS" in info and "scipy_openblas32/lib/libscipy_openblas.so" in open("/proc/self/maps").read(), info
+assert "OpenBLAS" in info and BLAS in open("/proc/self/maps").read(), info
 assert os.environ.get("OPENBLAS_CORETYPE") is None and ctypes.CDLL(None).getenv  # not left set for others
 getenv = ctypes.CDLL(None).getenv
 getenv.restype = ctypes.c_char_p

@@ -1,4 +1,4 @@
-"""Real AOTInductor models (compiled by torch in a subprocess, cached) run on slimtensor: outputs match torch eager."""
+"""Real AOTInductor models (compiled by torch in a subprocess, cached) run on slimtensor and match eager."""
 
 from __future__ import annotations
 
@@ -217,7 +217,7 @@ def test_outputs_of_a_model_returning_its_buffer_outlive_close(model_dir):
 
 
 def test_model_owner_pins_constants():
-    """Note [Model owner] at the C level: an adopted output over constant memory defers the container delete."""
+    """Note [Model owner] at the C level: an adopted output over constants defers the container delete."""
     import ctypes
 
     from slimtensor.aoti import _lib

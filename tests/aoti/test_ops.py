@@ -1,4 +1,4 @@
-"""The CPU op fallbacks (addmm/mm/bmm/baddbmm, convolution, SDPA) against numpy references, strided and bad inputs."""
+"""The CPU op fallbacks (addmm/mm/bmm/baddbmm, convolution, SDPA) against numpy, strided and bad inputs."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def tol(dtype):
     return 1e-4 if np.dtype(dtype) == np.float32 else 1e-10
 
 
-# ---- matrix products --------------------------------------------------------------------------------------------
+# ---- matrix products ------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("ta,tb,tout", list(itertools.product([False, True], repeat=3)))
 def test_addmm_strided(L, hs, dtype, ta, tb, tout):
@@ -157,7 +157,7 @@ def test_matmul_errors(L, hs):
     assert L.aoti_torch_cpu_addmm_out(hs(out), hs(rnd(2, 2, 2)), hs(a), hs(rnd(4, 6)), 1.0, 1.0) != 0
 
 
-# ---- convolution ----------------------------------------------------------------------------------------------
+# ---- convolution ------------------------------------------------------------
 def conv_ref(x, w, b, stride, pad, dil, groups):
     nd = x.ndim - 2
     N, C = x.shape[:2]
@@ -309,7 +309,7 @@ def test_convolution_errors(L, hs):
     )
 
 
-# ---- attention ------------------------------------------------------------------------------------------------
+# ---- attention ------------------------------------------------------------
 def sdpa_ref(q, k, v, mask=None, causal=False, scale=None):
     scale = scale if scale is not None else 1 / np.sqrt(q.shape[-1])
     s = (q.astype(np.float64) @ np.swapaxes(k, -1, -2).astype(np.float64)) * scale

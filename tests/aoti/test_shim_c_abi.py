@@ -1,4 +1,4 @@
-"""C-level tests of every tensor shim of libslimtensor (through ctypes), bad input included: errors, never crashes."""
+"""C-level tests of every tensor shim (through ctypes), bad input included: errors, never crashes."""
 
 from __future__ import annotations
 
@@ -658,7 +658,7 @@ def test_empty_strided_on_a_plugin_device(L):
 
 
 def test_handles_are_traced(L):
-    """Handle creation and deletion are trace events (EventKind HandleCreate/HandleDelete) while a trace runs."""
+    """Handle creation and deletion are trace events (HandleCreate/HandleDelete) while a trace runs."""
     from slimtensor import _C
 
     first = _C._trace_start()

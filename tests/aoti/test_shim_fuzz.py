@@ -1,5 +1,7 @@
-"""Property tests: random (often invalid) shapes, strides, offsets and codes through the view shims never crash,
-and a view is accepted exactly when it lies inside its storage (computed here in exact integers)."""
+"""Property tests: random (often invalid) shapes, strides, offsets and codes never crash the view shims.
+
+A view is accepted exactly when it lies inside its storage (computed here in exact integers).
+"""
 
 from __future__ import annotations
 
@@ -114,7 +116,7 @@ def test_empty_strided_never_crashes(sizes, strides, dtype, device, index):
 @settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(sizes=sizes_st, strides=strides_st, offset=offset_st)
 def test_from_blob_accepts_any_layout_it_can_describe(sizes, strides, offset):
-    """from_blob borrows: the storage is the view's extent, so any non-negative, non-overflowing layout is ok."""
+    """from_blob borrows: the storage is the view's extent, so any valid, non-overflowing layout is ok."""
     L = _L()
     buf = np.zeros(1 << 12, np.uint8)
     strides = (strides + [1] * len(sizes))[: len(sizes)]

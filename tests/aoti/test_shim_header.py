@@ -1,4 +1,4 @@
-"""slimtensor/c/shim.h and shim_cpu.h declare torch 2.13's shim functions with the same names and C signatures."""
+"""slimtensor/c/shim.h and shim_cpu.h declare torch 2.13's shim functions: same names, same C signatures."""
 
 from __future__ import annotations
 
@@ -60,7 +60,8 @@ def test_header_compiles_as_c():
         src = os.path.join(d, "t.c")
         with open(src, "w") as f:
             f.write(
-                '#include "slimtensor/c/shim_cpu.h"\nint main(void) { return aoti_torch_dtype_float32() == 6 ? 0 : 1; }\n'
+                '#include "slimtensor/c/shim_cpu.h"\n'
+                "int main(void) { return aoti_torch_dtype_float32() == 6 ? 0 : 1; }\n"
             )
         inc = os.path.dirname(os.path.dirname(INCLUDE))
         r = subprocess.run(

@@ -1,7 +1,7 @@
-"""slimtensor.aoti: run PyTorch AOTInductor models (compiled with aot_inductor.link_libtorch=False) without libtorch.
+"""slimtensor.aoti: run AOTInductor models (built with aot_inductor.link_libtorch=False) without libtorch.
 
     model = st.aoti.load("model.pt2")          # or a bare model .so
-    y = model(x)                               # slimtensor tensors, numpy arrays, DLPack objects in; tensors out
+    y = model(x)                               # tensors, numpy arrays or DLPack objects in; tensors out
     model.close()                              # or: with st.aoti.load(...) as model: ...
 
 See docs/aoti.md for the ownership rules and what differs from libtorch.
@@ -25,8 +25,8 @@ def load(
 ) -> AOTIModel:
     """Loads a ``.pt2`` package or a bare model ``.so`` to run on slimtensor's shims.
 
-    ``check_inputs`` sets ``AOTI_RUNTIME_CHECK_INPUTS=1`` (unless already set) so the model checks every input's
-    dtype, shape, strides and device and names the wrong one (the variable is read once per process and model).
+    ``check_inputs`` sets ``AOTI_RUNTIME_CHECK_INPUTS=1`` (unless already set) so the model checks every
+    input's dtype, shape, strides and device and names the wrong one (read once per process and model).
     """
     return AOTIModel(path, device, model_name=model_name, num_models=num_models, check_inputs=check_inputs)
 

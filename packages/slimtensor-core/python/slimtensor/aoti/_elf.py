@@ -1,4 +1,4 @@
-"""The one platform module of slimtensor.aoti: reads and patches ELF shared libraries (Linux, 64-bit little-endian).
+"""The one platform module of slimtensor.aoti: reads and patches ELF shared libraries (Linux, ELF64 LE).
 
 What it does:
   - ``undefined_symbols(path)`` / ``defined_symbols(path)``: names in the dynamic symbol table, to list the

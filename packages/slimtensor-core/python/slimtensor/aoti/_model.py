@@ -39,7 +39,7 @@ def _check_inputs_env() -> None:
 
 
 class AOTIModel:
-    """A model compiled by ``torch._inductor.aoti_compile_and_package`` (``aot_inductor.link_libtorch=False``)."""
+    """A model from ``torch._inductor.aoti_compile_and_package`` (``aot_inductor.link_libtorch=False``)."""
 
     def __init__(
         self,
@@ -292,7 +292,7 @@ class AOTIModel:
         """Runs the model on slimtensor tensors, numpy arrays or DLPack objects; returns slimtensor tensors.
 
         Inputs are passed without copies when they are contiguous CPU tensors (else as a contiguous copy);
-        outputs share memory with the model's buffers (and with inputs or constants when the model returns views).
+        outputs share memory with the model's buffers (and with inputs or constants when it returns views).
         """
         import slimtensor as st
         from slimtensor import _C
@@ -365,7 +365,7 @@ class AOTIModel:
                 if h:
                     _lib.lib().aoti_torch_delete_tensor_object(h)
 
-    # ---- closing --------------------------------------------------------------------------------------------
+    # ---- closing ------------------------------------------------------------------------------------
     def close(self) -> None:
         """Releases the model. Outputs that alias its constants stay valid (Note [Model owner])."""
         with self._cv:

@@ -1,4 +1,4 @@
-"""numpy arrays <-> AOTI handles through the C ABI alone (for run_numpy and C-level tests; no slimtensor._C needed)."""
+"""numpy arrays <-> AOTI handles through the C ABI alone (run_numpy and C-level tests; no slimtensor._C)."""
 
 from __future__ import annotations
 
@@ -81,6 +81,7 @@ def array_from_handle(h: int) -> np.ndarray:
     st = tuple(strides[i] * dtype.itemsize for i in range(dim.value))
     if not ptr.value or 0 in shape:
         return np.empty(shape, dtype)
-    extent = 1 + sum((n - 1) * s for n, s in zip(shape, strides[: dim.value] if dim.value else [], strict=True))
+    steps = strides[: dim.value] if dim.value else []
+    extent = 1 + sum((n - 1) * s for n, s in zip(shape, steps, strict=True))
     buf = (ctypes.c_char * (extent * dtype.itemsize)).from_address(ptr.value)
     return np.ndarray(shape, dtype, buffer=buf, strides=st)

@@ -1,4 +1,4 @@
-"""Opens what ``st.aoti.load`` is given: a ``.pt2`` package (a zip) or a bare model ``.so``; checks it can run here.
+"""Opens what ``st.aoti.load`` is given (a ``.pt2`` package or a bare model ``.so``); checks it can run here.
 
 Note [Safe extraction]
 Nothing is extracted under a name taken from the archive: the one model ``.so``, its weights blob and its
@@ -89,7 +89,8 @@ def open_model_files(path: str, workdir: str, model_name: str | None = None) -> 
             model_name = "model" if "model" in models else sorted(models)[0]
             if len(models) > 1 and "model" not in models:
                 raise ValueError(
-                    f"slimtensor.aoti.load(): {path!r} holds several models {sorted(models)}; pass model_name="
+                    f"slimtensor.aoti.load(): {path!r} holds several models {sorted(models)}; "
+                    "pass model_name="
                 )
         if model_name not in models:
             raise ValueError(
