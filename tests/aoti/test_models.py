@@ -151,6 +151,12 @@ def test_bare_so_and_foreign_files(model_dir, tmp_path):
         aoti.load(tmp_path / "broken.pt2")
     with pytest.raises(FileNotFoundError):
         aoti.load(tmp_path / "missing.pt2")
+    import glob
+
+    foreign = sorted(glob.glob("/usr/lib/x86_64-linux-gnu/libm.so.6") + glob.glob("/lib*/libm.so.6"))
+    if foreign:
+        with pytest.raises(ValueError, match="not an AOTInductor model"):
+            aoti.load(foreign[0])
 
 
 def test_missing_shim_symbols_are_listed(model_dir, tmp_path):
