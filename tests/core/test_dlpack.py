@@ -497,3 +497,24 @@ def test_bfloat16_reaches_numpy_through_numpy_not_dlpack():
     t = st.full((3,), 1.5, dtype=st.bfloat16)
     n = t.numpy()
     assert n.dtype == np.dtype(ml_dtypes.bfloat16) and n.astype(np.float32).tolist() == [1.5] * 3
+
+
+def test_misbehaving_producers():
+    class ReturnsInt:
+        def __dlpack__(self, **kw):
+            return 42
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    class Refuses:
+        def __dlpack__(self, **kw):
+            raise BufferError("no export today")
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with raises_named(TypeError, "from_dlpack()"):
+        st.from_dlpack(ReturnsInt())
+    with pytest.raises(BufferError, match="no export today"):
+        st.from_dlpack(Refuses())
