@@ -882,7 +882,7 @@ def test_large_copies_release_the_gil(op):
         "clone": lambda: src.t().clone(),
         "contiguous": lambda: src.t().contiguous(),
         "to": lambda: src.t().to(dtype=st.float64),
-        "fill_": lambda: dst.fill_(2.0),
+        "fill_": lambda: dst.t().fill_(2.0),
         "reshape": lambda: src.t().reshape(-1),
     }
     old = st.get_num_threads()
