@@ -964,3 +964,38 @@ def test_stray_bool_bytes_convert_like_torch(torch):
         st.zeros(4, dtype=st.bool).copy_(s).view(st.uint8).numpy(),
         torch.zeros(4, dtype=torch.bool).copy_(t).view(torch.uint8).numpy(),
     )
+
+
+@pytest.mark.parametrize("name", ["uint8", "int16", "float32", "float64", "complex128", "bool", "bfloat16"])
+@pytest.mark.parametrize(
+    "shape,perm,step",
+    [
+        ((33, 65), (1, 0), 1),
+        ((64, 64), (1, 0), 1),
+        ((7, 300), (1, 0), 2),
+        ((129, 17, 3), (2, 0, 1), 1),
+        ((16, 16, 16, 4), (3, 1, 2, 0), 1),
+        ((1000, 3), (1, 0), 3),
+        ((257, 129), (1, 0), 1),
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_larger_strided_copies_match_numpy(name, shape, perm, step, threads):
+    """Sizes past the copy kernels' tiles and parallel thresholds, every itemsize, same dtype and converting."""
+    rng = np.random.default_rng(11)
+    a = (rng.integers(0, 100, size=shape) - 20).astype(NUMPY_DTYPES[name])
+    src_np = a.transpose(perm)[..., ::step]
+    old = st.get_num_threads()
+    st.set_num_threads(threads)
+    try:
+        src = st.from_numpy(a).permute(*perm)[..., ::step]
+        np.testing.assert_array_equal(src.contiguous().numpy(), np.ascontiguousarray(src_np))
+        np.testing.assert_array_equal(src.clone(memory_format=st.contiguous_format).numpy(), src_np)
+        dst = st.zeros(*reversed(src.shape), dtype=st.float64).permute(*reversed(range(src.ndim)))
+        dst.copy_(src)
+        np.testing.assert_array_equal(dst.numpy(), src_np.astype(np.float64))
+        back = st.empty(*src.shape, dtype=getattr(st, name)).copy_(dst)
+        np.testing.assert_array_equal(back.numpy(), src_np)
+    finally:
+        st.set_num_threads(old)
