@@ -982,7 +982,7 @@ def test_stray_bool_bytes_convert_like_torch(torch):
 )
 @pytest.mark.parametrize("threads", [1, 2])
 def test_larger_strided_copies_match_numpy(name, shape, perm, step, threads):
-    """Sizes past the copy kernels' tiles and parallel thresholds, every itemsize, same dtype and converting."""
+    """Sizes past the copy kernels' tiles and parallel thresholds, all itemsizes, same dtype or not."""
     rng = np.random.default_rng(11)
     a = (rng.integers(0, 100, size=shape) - 20).astype(NUMPY_DTYPES[name])
     src_np = a.transpose(perm)[..., ::step]
