@@ -518,3 +518,50 @@ def test_misbehaving_producers():
         st.from_dlpack(ReturnsInt())
     with pytest.raises(BufferError, match="no export today"):
         st.from_dlpack(Refuses())
+
+
+NULL_SHAPE = """
+import sys
+sys.path.insert(0, {root!r})
+import numpy as np, slimtensor as st
+from tests.core.test_dlpack import HandMade
+a = np.zeros(8, np.float32)
+for versioned in (False, True):
+    h = HandMade(a, (2,), None, versioned=versioned)
+    h.managed.dl_tensor.shape = None
+    try:
+        st.from_dlpack(h.capsule)
+        print("accepted")
+    except ValueError as exc:
+        print("refused", "from_dlpack()" in str(exc), h.calls, h.capsule_name())
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: a DLPack capsule with ndim > 0 and a NULL shape pointer segfaults "
+    "from_dlpack() instead of raising ValueError",
+)
+def test_null_shape_pointer_refused():
+    # got: the process dies with SIGSEGV (rc -11): import_managed() reads dl.shape[d] without a null check
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run(
+        [sys.executable, "-c", NULL_SHAPE.format(root=root)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, f"rc {proc.returncode}: {proc.stderr[-500:]}"
+    assert proc.stdout.split("\n")[:2] == ["refused True 0 dltensor", "refused True 0 dltensor_versioned"]
+
+
+def test_0d_capsule_with_null_shape():
+    a = np.array([2.5], np.float32)
+    h = HandMade(a, (), None)
+    h.managed.dl_tensor.shape = None
+    t = st.from_dlpack(h.capsule)
+    assert t.shape == () and t.item() == 2.5
+    del t
+    gc.collect()
+    assert h.calls == 1
