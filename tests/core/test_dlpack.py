@@ -565,3 +565,13 @@ def test_0d_capsule_with_null_shape():
     del t
     gc.collect(0)
     assert h.calls == 1
+
+
+def test_cuda_host_memory_imports_as_cpu():
+    a = np.arange(4, dtype=np.float32)
+    h = HandMade(a, (4,), device=(3, 0))  # kDLCUDAHost: pinned host memory the CPU can read
+    t = st.from_dlpack(h.capsule)
+    assert t.device == st.Device("cpu") and t.tolist() == [0, 1, 2, 3]
+    del t
+    gc.collect(0)
+    assert h.calls == 1
