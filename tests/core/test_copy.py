@@ -999,3 +999,9 @@ def test_larger_strided_copies_match_numpy(name, shape, perm, step, threads):
         np.testing.assert_array_equal(back.numpy(), src_np)
     finally:
         st.set_num_threads(old)
+
+
+def test_non_blocking_is_accepted_on_the_cpu():
+    a = st.zeros(3)
+    assert a.copy_(st.ones(3), non_blocking=True) is a and a.tolist() == [1.0, 1.0, 1.0]
+    assert a.to(dtype=st.float64, non_blocking=True).tolist() == [1.0, 1.0, 1.0]

@@ -332,3 +332,17 @@ def test_set_num_threads_while_other_threads_copy():
         st.set_num_threads(old)
     assert not any(th.is_alive() for th in threads), "a copy hung"
     assert not errors
+
+
+def test_a_storage_object_keeps_its_memory_alive():
+    before = live()
+    t = st.empty(256, dtype=st.uint8)
+    s = t.storage()
+    ptr, sid = s.data_ptr, s.id
+    del t
+    mid = live()
+    assert mid[1] == before[1] + 1 and mid[0] >= before[0] + 256  # still allocated, no tensor left
+    assert mid[2] == before[2]
+    assert (s.data_ptr, s.id, s.nbytes) == (ptr, sid, 256) and s.use_count == 1
+    del s
+    assert live() == before
