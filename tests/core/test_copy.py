@@ -882,7 +882,7 @@ def test_large_copies_release_the_gil(op):
         "clone": lambda: src.t().clone(),
         "contiguous": lambda: src.t().contiguous(),
         "to": lambda: src.t().to(dtype=st.float64),
-        "fill_": lambda: dst.fill_(2.0),
+        "fill_": lambda: dst.t().fill_(2.0),
         "reshape": lambda: src.t().reshape(-1),
     }
     old = st.get_num_threads()
@@ -964,3 +964,44 @@ def test_stray_bool_bytes_convert_like_torch(torch):
         st.zeros(4, dtype=st.bool).copy_(s).view(st.uint8).numpy(),
         torch.zeros(4, dtype=torch.bool).copy_(t).view(torch.uint8).numpy(),
     )
+
+
+@pytest.mark.parametrize("name", ["uint8", "int16", "float32", "float64", "complex128", "bool", "bfloat16"])
+@pytest.mark.parametrize(
+    "shape,perm,step",
+    [
+        ((33, 65), (1, 0), 1),
+        ((64, 64), (1, 0), 1),
+        ((7, 300), (1, 0), 2),
+        ((129, 17, 3), (2, 0, 1), 1),
+        ((16, 16, 16, 4), (3, 1, 2, 0), 1),
+        ((1000, 3), (1, 0), 3),
+        ((257, 129), (1, 0), 1),
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_larger_strided_copies_match_numpy(name, shape, perm, step, threads):
+    """Sizes past the copy kernels' tiles and parallel thresholds, all itemsizes, same dtype or not."""
+    rng = np.random.default_rng(11)
+    a = (rng.integers(0, 100, size=shape) - 20).astype(NUMPY_DTYPES[name])
+    src_np = a.transpose(perm)[..., ::step]
+    old = st.get_num_threads()
+    st.set_num_threads(threads)
+    try:
+        src = st.from_numpy(a).permute(*perm)[..., ::step]
+        np.testing.assert_array_equal(src.contiguous().numpy(), np.ascontiguousarray(src_np))
+        np.testing.assert_array_equal(src.clone(memory_format=st.contiguous_format).numpy(), src_np)
+        dst = st.zeros(*reversed(src.shape), dtype=st.float64).permute(*reversed(range(src.ndim)))
+        dst.copy_(src)
+        np.testing.assert_array_equal(dst.numpy(), src_np.astype(np.float64))
+        back = st.empty(*src.shape, dtype=getattr(st, name)).copy_(dst)
+        np.testing.assert_array_equal(back.numpy(), src_np)
+    finally:
+        st.set_num_threads(old)
+
+
+def test_non_blocking_is_accepted_on_the_cpu():
+    a = st.zeros(3)
+    assert a.copy_(st.ones(3), non_blocking=True) is a and a.tolist() == [1.0, 1.0, 1.0]
+    assert a.to(dtype=st.float64, non_blocking=True).tolist() == [1.0, 1.0, 1.0]

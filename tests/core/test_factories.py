@@ -391,3 +391,20 @@ def test_from_blob_null_pointer_with_elements_is_refused():
     with pytest.raises(ValueError) as info:
         st.from_blob(0, (3,))
     assert "from_blob" in str(info.value)
+
+
+def test_from_blob_refusals_do_not_keep_the_owner():
+    a = np.zeros(8, np.float32)
+    before = sys.getrefcount(a)
+    for kwargs in [
+        {"shape": (-1,)},
+        {"shape": (2, 3), "strides": (1,)},
+        {"shape": (2,), "storage_offset": -1},
+        {"shape": (2,), "dtype": "nope"},
+        {"shape": (2,), "device": "gpu"},
+        {"shape": (2**62,)},
+        {"shape": (2,), "strides": (-1,)},
+    ]:
+        with pytest.raises((ValueError, TypeError)):
+            st.from_blob(a.ctypes.data, owner=a, **kwargs)
+    assert sys.getrefcount(a) == before

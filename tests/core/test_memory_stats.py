@@ -297,3 +297,52 @@ def test_memory_stats_lists_plugin_devices_in_a_fresh_process():
     assert out.returncode == 0, out.stderr
     # in this environment, e.g. ['cpu', 'hostdev'] is expected; got ['cpu']
     assert out.stdout.strip() == str(sorted(["cpu", *plugins]))
+
+
+def test_set_num_threads_while_other_threads_copy():
+    """Changing the kernel thread count while copies run on other Python threads: exact results, no hang."""
+    import threading
+    import time
+
+    src = st.from_numpy(np.random.default_rng(0).standard_normal((512, 1024)).astype(np.float32))
+    ref = np.ascontiguousarray(src.numpy().T)
+    old = st.get_num_threads()
+    stop, errors = [], []
+
+    def copier():
+        while not stop:
+            if not np.array_equal(src.t().contiguous().numpy(), ref):
+                errors.append("mismatch")
+
+    def toggler():
+        i = 0
+        while not stop:
+            st.set_num_threads(1 + i % 4)
+            i += 1
+
+    threads = [threading.Thread(target=copier) for _ in range(2)] + [threading.Thread(target=toggler)]
+    try:
+        for th in threads:
+            th.start()
+        time.sleep(1.5)
+    finally:
+        stop.append(True)
+        for th in threads:
+            th.join(timeout=60)
+        st.set_num_threads(old)
+    assert not any(th.is_alive() for th in threads), "a copy hung"
+    assert not errors
+
+
+def test_a_storage_object_keeps_its_memory_alive():
+    before = live()
+    t = st.empty(256, dtype=st.uint8)
+    s = t.storage()
+    ptr, sid = s.data_ptr, s.id
+    del t
+    mid = live()
+    assert mid[1] == before[1] + 1 and mid[0] >= before[0] + 256  # still allocated, no tensor left
+    assert mid[2] == before[2]
+    assert (s.data_ptr, s.id, s.nbytes) == (ptr, sid, 256) and s.use_count == 1
+    del s
+    assert live() == before

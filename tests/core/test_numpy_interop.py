@@ -68,14 +68,14 @@ def test_tensor_keeps_the_array_alive():
     t = st.from_numpy(a)
     assert sys.getrefcount(a) > before
     del a
-    gc.collect()
+    gc.collect(0)
     assert t.tolist() == list(range(10))
     v = t[2:5]
     del t
-    gc.collect()
+    gc.collect(0)
     assert v.tolist() == [2, 3, 4]
     del v
-    gc.collect()
+    gc.collect(0)
     if ref is not None:
         assert ref() is None
 
@@ -84,7 +84,7 @@ def test_numpy_array_keeps_the_tensor_alive():
     t = st.arange(5)
     n = t.numpy()
     del t
-    gc.collect()
+    gc.collect(0)
     assert n.tolist() == [0, 1, 2, 3, 4]
 
 

@@ -82,3 +82,12 @@ def test_dtype_and_device_pickle():
     assert pickle.loads(pickle.dumps(st.bfloat16)) is st.bfloat16
     assert pickle.loads(pickle.dumps(st.Device("cuda:1"))) == st.Device("cuda:1")
     assert pickle.loads(pickle.dumps(st.Device("cpu"))) == st.Device("cpu")
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2", "float4_e2m1fn_x2"])
+def test_strided_float8_pickles_by_value(name):
+    a = st.empty(3, 4, dtype=getattr(st, name))
+    a.view(st.uint8).copy_(st.arange(12, dtype=st.uint8).reshape(3, 4))
+    b = pickle.loads(pickle.dumps(a.t()[1:]))
+    assert b.dtype is a.dtype and b.shape == (3, 3)
+    assert b.view(st.uint8).tolist() == [[1, 5, 9], [2, 6, 10], [3, 7, 11]]
