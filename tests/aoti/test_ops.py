@@ -370,3 +370,20 @@ def test_sdpa_errors(L, hs):
     assert "shapes" in _lib.last_error()
     assert run_sdpa(L, hs, rnd(2, 4, 8), q, q)[0] is None
     assert run_sdpa(L, hs, q.astype(np.int64), q.astype(np.int64), q.astype(np.int64))[0] is None
+
+
+def test_addmm_self_is_a_transposed_view_of_out(L, hs):
+    """self sharing out's memory with other strides must still be read before out is written."""
+    a, b = rnd(4, 4), rnd(4, 4, seed=1)
+    out = rnd(4, 4, seed=2)
+    expected = 1.0 * out.T + (a @ b)
+    assert L.aoti_torch_cpu_addmm_out(hs(out), hs(out.T), hs(a), hs(b), 1.0, 1.0) == 0, _lib.last_error()
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_mm_out_over_an_input(L, hs):
+    """out sharing memory with an operand (through another handle) is computed aside, then written."""
+    a, b = rnd(4, 4), rnd(4, 4, seed=1)
+    expected = a @ b
+    assert L.aoti_torch_cpu_mm_out(hs(a), hs(a), hs(b)) == 0, _lib.last_error()
+    np.testing.assert_allclose(a, expected, rtol=1e-5, atol=1e-5)

@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "aoti/ops/blas.h"
 #include "slimtensor/copy.h"
@@ -109,7 +110,20 @@ void int_gemm(const Tensor& c, const Tensor& a0, const Tensor& b0, double alpha,
   copy_(c, acc);
 }
 
+std::pair<uintptr_t, uintptr_t> byte_span(const Tensor& t) {
+  auto lo = reinterpret_cast<uintptr_t>(t.data_ptr());
+  uintptr_t extent = 1;
+  for (int d = 0; d < t.ndim(); ++d) extent += static_cast<uintptr_t>((t.sizes()[d] - 1) * t.strides()[d]);
+  return {lo, lo + extent * static_cast<uintptr_t>(t.itemsize())};
+}
+
 }  // namespace
+
+bool memory_overlaps(const Tensor& x, const Tensor& y) {
+  if (x.numel() == 0 || y.numel() == 0 || x.device() != y.device()) return false;
+  auto a = byte_span(x), b = byte_span(y);
+  return a.first < b.second && b.first < a.second;
+}
 
 void gemm(const Tensor& c, const Tensor& a, const Tensor& b, double alpha, double beta, const char* fn) {
   if (a.ndim() != 2 || b.ndim() != 2 || c.ndim() != 2) {
@@ -151,7 +165,7 @@ void gemm(const Tensor& c, const Tensor& a, const Tensor& b, double alpha, doubl
            ") exceeds the BLAS's 32-bit limit");
     }
     Layout lc = blas_layout(c);
-    bool aliased = c.storage_impl() == a.storage_impl() || c.storage_impl() == b.storage_impl();
+    bool aliased = memory_overlaps(c, a) || memory_overlaps(c, b);
     if (lc.usable && !aliased && !has_internal_overlap(c)) {
       if (dt == ScalarType::Float32) {
         blas_gemm<float>(c, a, b, alpha, beta, fn);

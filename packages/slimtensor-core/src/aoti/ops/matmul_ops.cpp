@@ -1,4 +1,6 @@
 // src/aoti/ops/matmul_ops.cpp: the matrix-product fallbacks aoti_torch_cpu_{addmm,mm,bmm,baddbmm}_out.
+#include <cstring>
+
 #include "aoti/ops/gemm.h"
 #include "aoti/ops/op_args.h"
 #include "slimtensor/c/shim_cpu.h"
@@ -14,9 +16,18 @@ namespace {
 void addmm_into(const Tensor& out, const Tensor* self, const Tensor& a, const Tensor& b, double beta, double alpha,
                 const char* fn) {
   if (self && beta != 0) {
-    if (self->storage_impl() != out.storage_impl() || self->data_ptr() != out.data_ptr() ||
-        self->ndim() != out.ndim()) {
-      copy_(out, *self);
+    // self may be out itself (the generated code passes the same buffer): then there is nothing to copy.
+    bool same = self->storage_impl() == out.storage_impl() && self->storage_offset() == out.storage_offset() &&
+                self->dtype() == out.dtype() && self->ndim() == out.ndim() &&
+                std::memcmp(self->sizes(), out.sizes(), sizeof(int64_t) * out.ndim()) == 0 &&
+                std::memcmp(self->strides(), out.strides(), sizeof(int64_t) * out.ndim()) == 0;
+    if (!same) {
+      // self over out's own memory in another layout (a transposed view, say) is read in full first.
+      if (memory_overlaps(*self, out)) {
+        copy_(out, clone(*self, MemoryFormat::Contiguous));
+      } else {
+        copy_(out, *self);
+      }
     }
     gemm(out, a, b, alpha, beta, fn);
   } else {
