@@ -34,7 +34,7 @@ def load(
 def set_num_threads(n: int) -> None:
     """Threads for the BLAS behind the CPU fallbacks and for the models' OpenMP kernels.
 
-    ``st.set_num_threads`` calls this too.
+    The C function behind the BLAS part is ``slimtensor_blas_set_num_threads`` (slimtensor/c/shim_cpu.h).
     """
     from . import _lib as l
     from . import _runtime
