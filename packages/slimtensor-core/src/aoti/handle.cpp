@@ -50,7 +50,7 @@ struct BlockCache {
     count = 0;
   }
 };
-__attribute__((tls_model("initial-exec"))) thread_local BlockCache t_blocks;
+thread_local BlockCache t_blocks;  // general-dynamic TLS: initial-exec could make dlopen fail (static TLS)
 
 void* take_block() {
   BlockCache& c = t_blocks;
