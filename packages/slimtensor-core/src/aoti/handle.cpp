@@ -12,6 +12,12 @@
 #include "slimtensor/memory_stats.h"
 
 namespace slimtensor::aoti {
+
+const bool g_debug_handles = [] {
+  const char* v = std::getenv("SLIMTENSOR_DEBUG_HANDLES");
+  return v && v[0] && std::strcmp(v, "0") != 0;
+}();
+
 namespace {
 
 thread_local char t_last_error[1024] = "";
@@ -19,10 +25,6 @@ thread_local char t_last_error[1024] = "";
 // Note [Debug handle registry]
 // Read once when the library loads. The registry is a leaked heap object so that handles deleted
 // by static destructors of other libraries (a model's constants at exit) still find it.
-const bool g_debug = [] {
-  const char* v = std::getenv("SLIMTENSOR_DEBUG_HANDLES");
-  return v && v[0] && std::strcmp(v, "0") != 0;
-}();
 
 struct Registry {
   std::mutex mutex;
@@ -94,7 +96,6 @@ void trace(EventKind kind, AtenTensorHandle h, const char* op) {
 
 }  // namespace
 
-bool debug_handles() noexcept { return g_debug; }
 char* last_error_buffer() noexcept { return t_last_error; }
 int64_t live_handles() noexcept {
   int64_t n = 0;
@@ -106,7 +107,7 @@ AtenTensorHandle make_handle(Tensor&& tensor, const char* op) {
   DeviceType type = tensor.defined() ? tensor.device().type : kCPU;
   void* block = take_block();
   auto* h = new (block) AtenTensorOpaque{kHandleMagic, type, std::move(tensor)};
-  if (g_debug) {
+  if (g_debug_handles) {
     Registry& r = registry();
     try {
       std::lock_guard<std::mutex> lock(r.mutex);
@@ -130,7 +131,7 @@ void delete_handle(AtenTensorHandle h) noexcept {
       // Tracing is best effort; the delete itself must happen.
     }
   }
-  if (g_debug) {
+  if (g_debug_handles) {
     Registry& r = registry();
     std::lock_guard<std::mutex> lock(r.mutex);
     r.live.erase(h);
@@ -142,12 +143,12 @@ void delete_handle(AtenTensorHandle h) noexcept {
   stats::aoti_handle_destroyed(type);
 }
 
-void check_handle(AtenTensorHandle h, const char* function, const char* arg) {
+void check_handle_slow(AtenTensorHandle h, const char* function, const char* arg) {
   if (__builtin_expect(h == nullptr, 0)) {
     fail(ErrorKind::Value, function, "(): ", arg,
          " is NULL; pass a handle returned by an aoti_torch_* function");
   }
-  if (g_debug) {
+  if (g_debug_handles) {
     Registry& r = registry();
     std::lock_guard<std::mutex> lock(r.mutex);
     if (!r.live.count(h)) {

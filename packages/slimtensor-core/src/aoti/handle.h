@@ -44,9 +44,16 @@ constexpr int64_t kMaxDims = 64;  // more dims than any model uses; bounds the s
 AtenTensorHandle make_handle(Tensor&& tensor, const char* op);
 // Destroys a handle made by make_handle (no checks; see check_for_delete).
 void delete_handle(AtenTensorHandle h) noexcept;
+// SLIMTENSOR_DEBUG_HANDLES, read once when the library loads (Note [Handle checks]).
+extern const bool g_debug_handles;
+inline bool debug_handles() noexcept { return g_debug_handles; }
+// The slow path of check_handle: throws the right error, or checks the debug registry.
+void check_handle_slow(AtenTensorHandle h, const char* function, const char* arg);
 // Throws unless h is a live handle (NULL, cleared magic, or not registered in debug mode).
-void check_handle(AtenTensorHandle h, const char* function, const char* arg);
-bool debug_handles() noexcept;
+inline void check_handle(AtenTensorHandle h, const char* function, const char* arg) {
+  if (__builtin_expect(h != nullptr && !g_debug_handles && h->magic == kHandleMagic, 1)) return;
+  check_handle_slow(h, function, arg);
+}
 char* last_error_buffer() noexcept;  // the thread's NUL-terminated last error (1024 bytes)
 int64_t live_handles() noexcept;
 
