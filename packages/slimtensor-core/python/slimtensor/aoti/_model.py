@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -170,6 +171,13 @@ class AOTIModel:
         if self._last_error_fn(ctypes.byref(msg)) == 0 and msg.value:
             text = msg.value.decode("utf-8", "replace").strip()
         shim = _lib.last_error()
+        names = getattr(self, "input_names", [])
+
+        def name_input(m):
+            i = int(m.group(1))
+            return f"input {i} ({names[i]})" if i < len(names) and names[i] else f"input {i}"
+
+        text = re.sub(r"input_handles\[(\d+)\]", name_input, text)
         detail = text or "no message"
         if shim and shim not in detail:
             detail += f" (last slimtensor shim error: {shim})"
