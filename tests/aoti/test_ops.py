@@ -302,6 +302,9 @@ def test_convolution_errors(L, hs):
     assert run_conv(L, hs, x, w, None, [1, 1, 1], [0], [1]) is None
     assert run_conv(L, hs, x, w, None, [1], [0], [1], groups=3) is None
     assert run_conv(L, hs, x, w, rnd(5), [1], [0], [1]) is None
+    assert run_conv(L, hs, x, w, None, [2**62], [0], [1]) is None
+    assert "too large" in _lib.last_error()
+    assert run_conv(L, hs, x, w, None, [1], [2**40], [1]) is None
     ret = H()
     one = (c_int64 * 1)(1)
     assert (

@@ -39,6 +39,7 @@ void read_param(const int64_t* p, int64_t len, int nd, int64_t lo, const char* w
   for (int d = 0; d < nd; ++d) {
     int64_t v = len == 0 ? def : p[len == 1 ? 0 : d];
     if (v < lo) fail(ErrorKind::Value, fn, "(): ", what, "[", d, "] must be >= ", lo, " but is ", v);
+    if (v > (int64_t{1} << 31)) fail(ErrorKind::Value, fn, "(): ", what, "[", d, "] = ", v, " is too large");
     dst[3 - nd + d] = v;
   }
 }
