@@ -544,11 +544,6 @@ def test_copy_transposed_onto_itself_overlaps_exactly():
 
 
 @pytest.mark.needs_torch
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: copy_ from a same-size dtype view of the same memory (full overlap) is "
-    "refused as 'partially overlap'; torch converts in place",
-)
 def test_copy_full_overlap_with_dtype_view(torch):
     # torch: a = torch.arange(6.); a.copy_(a.view(torch.int32)) converts each element in place;
     # slimtensor: RuntimeError "copy_(): the source and the destination partially overlap in memory"
@@ -799,10 +794,6 @@ def test_channels_last_strides_of_empty_tensors(torch):
 
 
 @pytest.mark.needs_torch
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: clone(preserve_format) of an empty tensor does not keep its strides as torch does",
-)
 def test_clone_preserves_strides_of_empty_tensors(torch):
     # torch.zeros(1).as_strided((0, 0, 2, 0), (12, 6, 2, 1)).clone().stride() == (12, 6, 2, 1) (an empty
     # tensor
@@ -814,11 +805,6 @@ def test_clone_preserves_strides_of_empty_tensors(torch):
 
 
 @pytest.mark.needs_torch
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: clone()/empty_like()/to() of a non-dense tensor give contiguous strides; "
-    "torch keeps the order of the strides (infer_dense_strides)",
-)
 def test_preserve_format_of_non_dense_follows_torch(torch):
     # x = arange(24).reshape(4, 6)[:, ::2].t(): strides (2, 6); torch's x.clone(), empty_like(x),
     # x.to(float64)

@@ -182,7 +182,8 @@ Tensor expand(const Tensor& self, IntList sizes) {
       ST_CHECK(want >= 0, Value, "expand(): size ", want, " is not allowed for a new leading dim ", i,
                " (-1 only keeps an existing size)");
       out.sizes()[i] = want;
-      out.strides()[i] = 0;
+      // PyTorch's inferExpandGeometry: a new dim of size 1 strides over the dims after it.
+      out.strides()[i] = want != 1 ? 0 : (i + 1 < m ? out.sizes()[i + 1] * out.strides()[i + 1] : 1);
       continue;
     }
     const int64_t have = self.sizes()[j];
