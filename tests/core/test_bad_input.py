@@ -215,7 +215,6 @@ def test_unknown_dtype_or_device_strings():
         st.empty(2, device=3)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: some messages name an internal function, not the one called")
 def test_messages_name_the_function_called():
     # got: "Device(): unknown device type 'gpu'...", "empty(): sizes must be >= 0" (from zeros/ones/full),
     # "allocate(): out of memory...", "allocate(): no device of type cuda:0...", "copy_(): the destination is

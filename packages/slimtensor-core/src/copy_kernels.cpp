@@ -284,7 +284,9 @@ void run_cpu_copy(const CpuCopyPlan& p) {
   const bool same = p.src_type == p.dst_type;
 
   // Dense and same dtype: one memcpy, split across threads when large.
-  if (same && p.ndim == 1 && p.src_strides[0] == src_size && p.dst_strides[0] == dst_size) {
+  // (Not bool: PyTorch's copies turn stray bytes into 0/1, so bool copies always go through the loop.)
+  if (same && p.src_type != ScalarType::Bool && p.ndim == 1 && p.src_strides[0] == src_size &&
+      p.dst_strides[0] == dst_size) {
     parallel_for(bytes, kParallelBytes, [&](int64_t b, int64_t e) { std::memcpy(p.dst + b, p.src + b, e - b); });
     return;
   }

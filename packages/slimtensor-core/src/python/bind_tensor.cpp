@@ -211,6 +211,8 @@ void bind_tensor(nb::module_& m) {
       }, nb::arg("value").none())
       .def("zero_", [](nb::handle_t<Tensor> self) {
         const Tensor& t = *nb::inst_ptr<Tensor>(self);
+        ST_CHECK(!t.is_read_only(), Runtime, "zero_(): the tensor is read-only (it borrows memory its owner marked "
+                 "read-only); zero a copy instead: t = t.clone()");
         if (t.nbytes() >= kReleaseGilBytes) {
           nb::gil_scoped_release release;
           fill_(t, Scalar::from_int(0));
