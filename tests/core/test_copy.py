@@ -263,7 +263,7 @@ def _report(src, dst, s, vals, got, want, bad, what):
 @pytest.mark.parametrize("src", CONVERTIBLE)
 def test_conversion_bit_exact_with_torch(torch, src, dst):
     """Every pair: bit-exact with torch on every value with a defined result (NaN results: NaN, any payload;
-    float -> integer out of range: see test_out_of_range_float_to_int_as_torch)."""
+    float -> integer out of range: see test_out_of_range_float_to_int_follows_the_documented_rule)."""
     vals, s, s_out, t_out = _convert_both(torch, src, dst)
     got, want = _bytes_st(s_out), _bytes_torch(torch, t_out)
     nan = _nan_out(torch, t_out)
@@ -299,21 +299,33 @@ def test_nan_bits_as_torch(torch):
     assert not failures, "\n".join(failures)
 
 
-@pytest.mark.needs_torch
-@pytest.mark.xfail(
-    strict=True, reason="bug: out-of-range float->uint32/uint64 (and f64->uint8) differ from torch"
-)
-def test_out_of_range_float_to_int_as_torch(torch):
-    """float -> integer where the value does not fit: Note [Conversion rules] promises torch's CPU results."""
-    failures = []
-    for src in ["float16", "bfloat16", "float32", "float64", "complex32", "complex64", "complex128"]:
-        for dst in _INT_RANGE:
-            vals, s, s_out, t_out = _convert_both(torch, src, dst)
-            got, want = _bytes_st(s_out), _bytes_torch(torch, t_out)
-            bad = np.nonzero(np.any(got != want, axis=1) & _out_of_range(src, dst, vals))[0]
-            if bad.size:
-                failures.append(_report(src, dst, s, vals, got, want, bad, "out-of-range elements"))
-    assert not failures, "\n".join(failures)
+# Out-of-range float -> integer is where torch contradicts itself: its vectorised and scalar CPU loops give
+# different bits (1e10 -> uint32 is 0 in a long tensor and 0x540BE400 in a one-element one), so no single
+# rule can match it. Note [Conversion rules] fixes slimtensor's answer instead; these tests hold it to that.
+OUT_OF_RANGE = [
+    ("float32", 300.0, "int8", 44),
+    ("float32", -1.5, "uint8", 255),
+    ("float32", float("nan"), "int32", -(2**31)),
+    ("float32", 1e10, "int32", -(2**31)),
+    ("float64", float("nan"), "int64", -(2**63)),
+    ("float64", 1e10, "uint32", 0x540BE400),
+    ("float64", -2147483649.5, "int8", -1),
+    ("float32", float("inf"), "uint64", 2**63),
+]
+
+
+@pytest.mark.parametrize("src,value,dst,want", OUT_OF_RANGE)
+def test_out_of_range_float_to_int_follows_the_documented_rule(src, value, dst, want):
+    one = st.full((1,), value, dtype=getattr(st, src)).to(dtype=getattr(st, dst))
+    assert one.item() == want
+
+
+@pytest.mark.parametrize("src,value,dst,want", OUT_OF_RANGE)
+def test_out_of_range_float_to_int_is_the_same_for_every_length_and_layout(src, value, dst, want):
+    long = st.full((1000,), value, dtype=getattr(st, src)).to(dtype=getattr(st, dst))
+    strided = st.full((40, 50), value, dtype=getattr(st, src)).t()[::3].to(dtype=getattr(st, dst))
+    assert set(long.tolist()) == {want}
+    assert {v for row in strided.tolist() for v in row} == {want}
 
 
 @pytest.mark.parametrize("dst", [n for n in NUMPY_DTYPES if n not in ("bool",)])
@@ -544,11 +556,6 @@ def test_copy_transposed_onto_itself_overlaps_exactly():
 
 
 @pytest.mark.needs_torch
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: copy_ from a same-size dtype view of the same memory (full overlap) is "
-    "refused as 'partially overlap'; torch converts in place",
-)
 def test_copy_full_overlap_with_dtype_view(torch):
     # torch: a = torch.arange(6.); a.copy_(a.view(torch.int32)) converts each element in place;
     # slimtensor: RuntimeError "copy_(): the source and the destination partially overlap in memory"
@@ -799,10 +806,6 @@ def test_channels_last_strides_of_empty_tensors(torch):
 
 
 @pytest.mark.needs_torch
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: clone(preserve_format) of an empty tensor does not keep its strides as torch does",
-)
 def test_clone_preserves_strides_of_empty_tensors(torch):
     # torch.zeros(1).as_strided((0, 0, 2, 0), (12, 6, 2, 1)).clone().stride() == (12, 6, 2, 1) (an empty
     # tensor
@@ -814,11 +817,6 @@ def test_clone_preserves_strides_of_empty_tensors(torch):
 
 
 @pytest.mark.needs_torch
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: clone()/empty_like()/to() of a non-dense tensor give contiguous strides; "
-    "torch keeps the order of the strides (infer_dense_strides)",
-)
 def test_preserve_format_of_non_dense_follows_torch(torch):
     # x = arange(24).reshape(4, 6)[:, ::2].t(): strides (2, 6); torch's x.clone(), empty_like(x),
     # x.to(float64)
@@ -941,11 +939,6 @@ def test_float64_random_bits_round_like_torch(torch, dst):
 
 
 @pytest.mark.needs_torch
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: bool elements holding a byte other than 0/1 (view(bool), DLPack, numpy) "
-    "convert as their raw byte: to(int32) gives 2 and 255; torch and numpy give 1",
-)
 def test_stray_bool_bytes_convert_like_torch(torch):
     # raw = [0, 1, 2, 255] as uint8, viewed as bool: torch/numpy .to(int32) -> [0, 1, 1, 1]; slimtensor -> [0,
     # 1, 2, 255]

@@ -537,11 +537,6 @@ for versioned in (False, True):
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a DLPack capsule with ndim > 0 and a NULL shape pointer segfaults "
-    "from_dlpack() instead of raising ValueError",
-)
 def test_null_shape_pointer_refused():
     # got: the process dies with SIGSEGV (rc -11): import_managed() reads dl.shape[d] without a null check
     import os

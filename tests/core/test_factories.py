@@ -268,11 +268,6 @@ def test_asarray_copy_false_needing_a_copy_raises():
         st.asarray(np.arange(6)[::-1], copy=False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: asarray(x, dtype=<other>, copy=False) converts (a copy) instead of "
-    "raising; torch and numpy raise ValueError",
-)
 def test_asarray_copy_false_with_a_dtype_change_raises():
     # torch.asarray(torch.arange(3), dtype=torch.float64, copy=False) -> ValueError "can't alias tensor ...";
     # np.asarray(np.arange(3), dtype=np.float64, copy=False) -> ValueError; slimtensor returns a float64 copy

@@ -280,11 +280,6 @@ def test_concurrent_large_copies_are_exact():
         np.testing.assert_array_equal(results[k][2], src[::2, 1::3])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: memory_stats() without a device lists only 'cpu' until something "
-    "(st.devices(), a device string) loads the plugins",
-)
 def test_memory_stats_lists_plugin_devices_in_a_fresh_process():
     import subprocess
     import sys

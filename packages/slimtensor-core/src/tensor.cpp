@@ -117,6 +117,7 @@ Tensor Tensor::make(Storage storage, Dims dims, int64_t offset, ScalarType dtype
 void Tensor::finish(const char* op) {
   ST_CHECK(storage_, Runtime, op, "(): the tensor has no storage");
   const int n = dims_.ndim();
+  ST_CHECK(n <= 64, Value, op, "(): at most 64 dims are supported but the result would have ", n);
   const int64_t* sz = dims_.sizes();
   const int64_t* st = dims_.strides();
   const int64_t isz = itemsize();

@@ -25,7 +25,7 @@ Shape shape_arg(nb::handle obj, const char* function) {
 Tensor filled(nb::args size, const Scalar& value, nb::handle dtype, nb::handle device, const char* function) {
   const Shape s = shape_arg(size, function);
   const ScalarType t = to_dtype(dtype, kDefaultFloat, function);
-  Tensor out = empty(IntList(s.v, s.n), t, to_device(device, function));
+  Tensor out = empty(IntList(s.v, s.n), t, to_device(device, function), function);
   if (out.nbytes() >= (1 << 16)) {
     nb::gil_scoped_release release;
     fill_(out, value);
@@ -63,7 +63,7 @@ void bind_factories(nb::module_& m) {
     const Scalar s = to_scalar(value, "full()");
     const Shape shape = shape_arg(size, "full()");
     const ScalarType t = to_dtype(dtype, inferred_dtype(s), "full()");
-    Tensor out = empty(IntList(shape.v, shape.n), t, to_device(device, "full()"));
+    Tensor out = empty(IntList(shape.v, shape.n), t, to_device(device, "full()"), "full()");
     nb::gil_scoped_release release;
     fill_(out, s);
     return out;
