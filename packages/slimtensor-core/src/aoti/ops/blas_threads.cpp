@@ -8,8 +8,22 @@
 #include "slimtensor/c/shim_cpu.h"
 
 extern "C" {
-void slimtensor_blas_set_num_threads(int32_t n) { slimtensor::aoti::set_blas_threads(n); }
-int32_t slimtensor_blas_get_num_threads(void) { return slimtensor::aoti::blas_threads(); }
+void slimtensor_blas_set_num_threads(int32_t n) {
+  try {
+    slimtensor::aoti::set_blas_threads(n);
+  } catch (const std::exception& e) {  // Note [No exception crosses the C ABI]
+    slimtensor::aoti::set_last_error("slimtensor_blas_set_num_threads", e.what());
+  }
+}
+
+int32_t slimtensor_blas_get_num_threads(void) {
+  try {
+    return slimtensor::aoti::blas_threads();
+  } catch (const std::exception& e) {
+    slimtensor::aoti::set_last_error("slimtensor_blas_get_num_threads", e.what());
+    return 1;
+  }
+}
 
 const char* slimtensor_blas_info(void) {
   static std::string info;  // written once (the loaded library never changes), under the once flag
