@@ -390,3 +390,18 @@ def test_mm_out_over_an_input(L, hs):
     expected = a @ b
     assert L.aoti_torch_cpu_mm_out(hs(a), hs(a), hs(b)) == 0, _lib.last_error()
     np.testing.assert_allclose(a, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_blas_threads(L, hs):
+    from slimtensor import aoti
+
+    L.slimtensor_blas_get_num_threads.restype = c_int32
+    aoti.set_num_threads(1)
+    assert L.slimtensor_blas_get_num_threads() == 1
+    a, b, out = rnd(8, 8), rnd(8, 8, seed=1), np.zeros((8, 8), np.float32)
+    assert L.aoti_torch_cpu_mm_out(hs(out), hs(a), hs(b)) == 0  # loads the BLAS if it was not yet
+    assert L.slimtensor_blas_get_num_threads() == 1
+    aoti.set_num_threads(2)
+    assert L.slimtensor_blas_get_num_threads() == 2
+    aoti.set_num_threads(0)  # < 1 means 1
+    assert L.slimtensor_blas_get_num_threads() == 1
