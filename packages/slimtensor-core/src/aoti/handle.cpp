@@ -40,10 +40,16 @@ Registry& registry() {
 // up to kCachedBlocks freed handle blocks and reuses them before asking malloc; a block freed on another
 // thread simply joins that thread's cache. The cache is freed when its thread exits.
 constexpr int kCachedBlocks = 256;
+struct BlockCache;
+// The hot path reads this initial-exec pointer (no __tls_get_addr call); the cache object it points to
+// is general-dynamic TLS, touched once per thread, and empties itself at thread exit.
+thread_local BlockCache* t_cache __attribute__((tls_model("initial-exec"))) = nullptr;
+
 struct BlockCache {
   void* head = nullptr;
   int count = 0;
   ~BlockCache() {
+    t_cache = nullptr;
     while (head) {
       void* next = *static_cast<void**>(head);
       ::operator delete(head);
@@ -52,10 +58,17 @@ struct BlockCache {
     count = 0;
   }
 };
-thread_local BlockCache t_blocks;  // general-dynamic TLS: initial-exec could make dlopen fail (static TLS)
+
+__attribute__((noinline)) BlockCache* first_cache_use() {
+  thread_local BlockCache cache;
+  t_cache = &cache;
+  return t_cache;
+}
+
+inline BlockCache& cache() { return t_cache ? *t_cache : *first_cache_use(); }
 
 void* take_block() {
-  BlockCache& c = t_blocks;
+  BlockCache& c = cache();
   if (void* p = c.head) {
     c.head = *static_cast<void**>(p);
     --c.count;
@@ -65,7 +78,7 @@ void* take_block() {
 }
 
 void give_block(void* p) noexcept {
-  BlockCache& c = t_blocks;
+  BlockCache& c = cache();
   if (c.count < kCachedBlocks) {
     *static_cast<void**>(p) = c.head;
     c.head = p;
