@@ -17,6 +17,8 @@
 namespace slimtensor {
 namespace {
 
+constexpr int64_t kDirectCopyBytes = 1 << 16;  // dense same-dtype copies up to this size skip the planner
+
 std::string shape_of(const int64_t* sizes, int n) {
   std::ostringstream out;
   out << "(";
@@ -274,6 +276,17 @@ void copy_(const Tensor& dst, const Tensor& src) {
            "copy_(): conversion from ",
            name(src.dtype()), " to ", name(dst.dtype()), " is not supported (float8/float4 types can only be "
            "moved between tensors of the same dtype); view them as uint8 to move their bytes");
+  // Small dense copies between distinct CPU storages (the common case of tiny tensors): one memcpy, no
+  // planning. Large ones take the planned path, which splits across threads and streams past the cache.
+  const int64_t bytes = dst.nbytes();
+  if (bytes <= kDirectCopyBytes && dst.dtype() == src.dtype() && dst.dtype() != ScalarType::Bool &&
+      dst.is_contiguous() && src.is_contiguous() && dst.storage_impl() != src.storage_impl() &&
+      dst.device().is_cpu() && src.device().is_cpu() && dst.ndim() == src.ndim() &&
+      std::equal(dst.sizes(), dst.sizes() + dst.ndim(), src.sizes())) {
+    if (events::tracing_active()) trace_copy(dst, src);
+    if (bytes > 0) std::memcpy(dst.data_ptr(), src.data_ptr(), static_cast<size_t>(bytes));
+    return;
+  }
   std::vector<int64_t> src_strides = broadcast_strides(dst, src);
   if (dst.numel() == 0) return;
   ST_CHECK(internal_overlap(dst.sizes(), dst.strides(), dst.ndim()) != Overlap::Yes, Runtime,
