@@ -73,7 +73,7 @@ build: build-test
 lab: build-lab
 	$(LAB_VENV)/bin/python -m ipykernel install --user --name $(KERNEL_NAME) --display-name "Python (slimtensor)" >/dev/null
 	$(LAB_VENV)/bin/jupytext --sync notebooks/*.py >/dev/null 2>&1 || true
-	$(LAB_VENV)/bin/jupyter lab --notebook-dir=notebooks
+	$(LAB_VENV)/bin/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 test: build-test
 	$(TEST_VENV)/bin/python -m pytest
