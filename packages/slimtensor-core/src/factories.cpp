@@ -4,28 +4,39 @@
 #include <vector>
 
 #include "layout.h"
+#include "slimtensor/checked_math.h"
 #include "slimtensor/error.h"
 
 namespace slimtensor {
 
 Tensor empty_strided(IntList sizes, IntList strides, ScalarType dtype, Device device, const char* function) {
-  checked_numel(sizes, function);
+  ST_CHECK(sizes.size <= 64, Value, function, ": at most 64 dims are supported but got ", sizes.size);
+  const int64_t numel = checked_numel(sizes, function);
+  Dims dims(static_cast<int>(sizes.size));
   for (int64_t d = 0; d < strides.size; ++d) {
     ST_CHECK(strides[d] >= 0, Value, function, ": strides must be >= 0 but stride[", d, "] is ", strides[d]);
   }
-  const int64_t bytes = storage_bytes_needed(sizes, strides, 0, itemsize(dtype), function);
-  return Tensor::make(Storage::adopt(StorageImpl::allocate(device, bytes, function)), sizes, strides, 0, dtype,
-                      "empty_strided");
+  const int64_t bytes = storage_bytes_needed(sizes, strides, 0, itemsize(dtype), function);  // checks the ranks
+  for (int64_t d = 0; d < sizes.size; ++d) {
+    dims.sizes()[d] = sizes[d];
+    dims.strides()[d] = strides[d];
+  }
+  int64_t view_bytes;  // a stride-0 layout can need fewer storage bytes than its elements have
+  ST_CHECK(!mul_overflows(numel, itemsize(dtype), &view_bytes), Value, function,
+           ": the byte size of the tensor overflows int64");
+  return Tensor::make_allocated(Storage::adopt(StorageImpl::allocate(device, bytes, function)), std::move(dims), dtype,
+                                "empty_strided");
 }
 
 Tensor empty(IntList sizes, ScalarType dtype, Device device, const char* function) {
   ST_CHECK(sizes.size <= 64, Value, function, ": at most 64 dims are supported but got ", sizes.size);
-  checked_numel(sizes, function);
+  const int64_t numel = checked_numel(sizes, function);
   Dims dims(static_cast<int>(sizes.size));
   for (int64_t d = 0; d < sizes.size; ++d) dims.sizes()[d] = sizes[d];
   contiguous_strides(dims.sizes(), dims.ndim(), dims.strides());
   const int64_t bytes = storage_bytes_needed(sizes, IntList(dims.strides(), sizes.size), 0, itemsize(dtype), function);
-  return Tensor::make(Storage::adopt(StorageImpl::allocate(device, bytes, function)), std::move(dims), 0, dtype, "empty");
+  return Tensor::make_allocated(Storage::adopt(StorageImpl::allocate(device, bytes, function)), std::move(dims), dtype,
+                                "empty");
 }
 
 Tensor empty_like(const Tensor& other) { return empty_like(other, other.dtype(), other.device()); }

@@ -114,6 +114,29 @@ Tensor Tensor::make(Storage storage, Dims dims, int64_t offset, ScalarType dtype
   return t;
 }
 
+Tensor Tensor::make_allocated(Storage storage, Dims dims, ScalarType dtype, const char* op) {
+  Tensor t;
+  t.storage_ = std::move(storage);
+  t.dims_ = std::move(dims);
+  t.dtype_ = dtype;
+  t.finish_unchecked(op);  // cannot throw: nothing to check
+  return t;
+}
+
+void Tensor::finish_unchecked(const char* op) {
+  const int n = dims_.ndim();
+  const int64_t* sz = dims_.sizes();
+  int64_t numel = 1;
+  for (int d = 0; d < n; ++d) numel *= sz[d];  // no overflow: the caller sized the storage for it
+  numel_ = numel;
+  contiguous_ = compute_contiguous(sz, dims_.strides(), n, numel_);
+  stats::tensor_created(storage_->device().type);
+  if (events::tracing_active()) {
+    id_ = g_next_tensor_id.fetch_add(1, std::memory_order_relaxed);
+    trace_tensor(EventKind::TensorCreate, *this, id_, op);
+  }
+}
+
 void Tensor::finish(const char* op) {
   ST_CHECK(storage_, Runtime, op, "(): the tensor has no storage");
   const int n = dims_.ndim();

@@ -48,6 +48,9 @@ class SLIMTENSOR_API Tensor {
                      const char* op);
   // Same, with dims already in a Dims (moved in).
   static Tensor make(Storage storage, Dims dims, int64_t offset, ScalarType dtype, const char* op);
+  // For a storage just allocated for exactly this layout (offset 0; sizes, strides and the byte extent
+  // already checked by the caller, as empty_strided does): skips re-checking what cannot be wrong.
+  static Tensor make_allocated(Storage storage, Dims dims, ScalarType dtype, const char* op);
 
   bool defined() const noexcept { return static_cast<bool>(storage_); }
   const Storage& storage() const noexcept { return storage_; }
@@ -78,6 +81,7 @@ class SLIMTENSOR_API Tensor {
 
  private:
   void finish(const char* op);  // computes caches, checks bounds, counts and traces
+  void finish_unchecked(const char* op);  // computes caches, counts and traces
 
   Storage storage_;
   Dims dims_;
