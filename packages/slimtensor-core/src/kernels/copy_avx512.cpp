@@ -1,0 +1,316 @@
+// copy_avx512.cpp: AVX-512 (F, BW, VL, DQ) copy kernels: streaming copy, f32<->bf16/f16, int64->f32, 16x16 transposes.
+//
+// Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mf16c -mfma (CMakeLists.txt); see
+// Note [Copy ISA dispatch] and Note [ISA kernel files are self-contained] in copy_isa.h.
+#include "copy_isa.h"
+
+#if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX512DQ__)
+#include <immintrin.h>
+
+namespace slimtensor {
+namespace {
+
+// Note [bf16 rounding without vcvtneps2bf16]
+// avx512_bf16's vcvtneps2bf16 flushes denormals to zero and keeps NaN payloads, while PyTorch keeps
+// denormals and writes 0xFFFF for every NaN (Note [Reduced-precision rounding]). So the rounding is done
+// in integers, exactly as half_bits.h's float_to_bf16: (u + 0x7FFF + ((u >> 16) & 1)) >> 16.
+inline __m512i bf16_bits(__m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  return _mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0xFFFF));
+}
+inline __m256i to_bf16(__m512 v) { return _mm512_cvtepi32_epi16(bf16_bits(v)); }
+// vcvtps2ph rounds to nearest even and keeps denormals, as half_bits.h's float_to_f16; it keeps the top
+// NaN payload bits, which Note [Reduced-precision rounding] replaces by sign | 0x7E00.
+inline __m256i to_f16(__m512 v) {
+  const __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  const __m256i canon = _mm256_or_si256(_mm256_and_si256(h, _mm256_set1_epi16(static_cast<short>(0x8000))),
+                                        _mm256_set1_epi16(0x7E00));
+  return _mm256_mask_mov_epi16(h, nan, canon);
+}
+// vcvtph2ps sets the quiet bit of a NaN; half_bits.h's f16_to_float keeps the payload as it is.
+inline __m512 from_f16(__m256i h) {
+  const __m512 f = _mm512_cvtph_ps(h);
+  const __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
+  const __m512i quiet = _mm512_slli_epi32(_mm512_and_si512(_mm512_cvtepu16_epi32(h), _mm512_set1_epi32(0x200)), 13);
+  const __m512i fixed = _mm512_or_si512(_mm512_andnot_si512(_mm512_set1_epi32(0x400000), _mm512_castps_si512(f)), quiet);
+  return _mm512_castsi512_ps(_mm512_mask_mov_epi32(_mm512_castps_si512(f), nan, fixed));
+}
+
+inline __mmask16 low_mask16(int64_t n) { return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1); }
+inline __mmask8 low_mask8(int64_t n) { return n >= 8 ? static_cast<__mmask8>(0xFF) : static_cast<__mmask8>((1u << n) - 1); }
+inline bool aligned64(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 63) == 0; }
+
+// --- contiguous ---------------------------------------------------------------------------------------
+
+void copy_bytes(void* dst_, const void* src_, size_t bytes, bool stream) {
+  char* dst = static_cast<char*>(dst_);
+  const char* src = static_cast<const char*>(src_);
+  if (!stream) {
+    __builtin_memcpy(dst, src, bytes);
+    return;
+  }
+  // Head: bring dst to a 64-byte boundary so every streaming store writes one whole cache line.
+  const size_t head = (64 - (reinterpret_cast<uintptr_t>(dst) & 63)) & 63;
+  if (head >= bytes) {
+    __builtin_memcpy(dst, src, bytes);
+    return;
+  }
+  __builtin_memcpy(dst, src, head);
+  dst += head;
+  src += head;
+  bytes -= head;
+  size_t i = 0;
+  for (; i + 256 <= bytes; i += 256) {
+    const __m512i a = _mm512_loadu_si512(src + i), b = _mm512_loadu_si512(src + i + 64);
+    const __m512i c = _mm512_loadu_si512(src + i + 128), d = _mm512_loadu_si512(src + i + 192);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), a);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 64), b);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 128), c);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 192), d);
+  }
+  for (; i + 64 <= bytes; i += 64) _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), _mm512_loadu_si512(src + i));
+  _mm_sfence();
+  __builtin_memcpy(dst + i, src + i, bytes - i);
+}
+
+void f32_to_bf16(const void* src_, void* dst_, int64_t n, bool stream) {
+  const float* s = static_cast<const float*>(src_);
+  uint16_t* d = static_cast<uint16_t*>(dst_);
+  int64_t i = 0;
+  if (stream) {  // head until dst is 64-byte aligned, then whole-line streaming stores of 32 results
+    for (; i < n && !aligned64(d + i); ++i) {
+      _mm256_mask_storeu_epi16(d + i, 1, to_bf16(_mm512_maskz_loadu_ps(1, s + i)));
+    }
+    for (; i + 32 <= n; i += 32) {
+      const __m512i lo = _mm512_castsi256_si512(to_bf16(_mm512_loadu_ps(s + i)));
+      const __m512i v = _mm512_inserti64x4(lo, to_bf16(_mm512_loadu_ps(s + i + 16)), 1);
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i), v);
+    }
+    _mm_sfence();
+  }
+  for (; i + 16 <= n; i += 16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), to_bf16(_mm512_loadu_ps(s + i)));
+  if (i < n) {
+    const __mmask16 m = low_mask16(n - i);
+    _mm256_mask_storeu_epi16(d + i, m, to_bf16(_mm512_maskz_loadu_ps(m, s + i)));
+  }
+}
+
+void f32_to_f16(const void* src_, void* dst_, int64_t n, bool stream) {
+  const float* s = static_cast<const float*>(src_);
+  uint16_t* d = static_cast<uint16_t*>(dst_);
+  int64_t i = 0;
+  if (stream) {
+    for (; i < n && !aligned64(d + i); ++i) {
+      _mm256_mask_storeu_epi16(d + i, 1, to_f16(_mm512_maskz_loadu_ps(1, s + i)));
+    }
+    for (; i + 32 <= n; i += 32) {
+      const __m512i lo = _mm512_castsi256_si512(to_f16(_mm512_loadu_ps(s + i)));
+      const __m512i v = _mm512_inserti64x4(lo, to_f16(_mm512_loadu_ps(s + i + 16)), 1);
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i), v);
+    }
+    _mm_sfence();
+  }
+  for (; i + 16 <= n; i += 16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), to_f16(_mm512_loadu_ps(s + i)));
+  if (i < n) {
+    const __mmask16 m = low_mask16(n - i);
+    _mm256_mask_storeu_epi16(d + i, m, to_f16(_mm512_maskz_loadu_ps(m, s + i)));
+  }
+}
+
+// Widening conversions write twice what they read; streaming pays off as for copies.
+inline void store_ps(float* d, __m512 v, bool stream) {
+  if (stream) {
+    _mm512_stream_ps(d, v);
+  } else {
+    _mm512_storeu_ps(d, v);
+  }
+}
+
+void bf16_to_f32(const void* src_, void* dst_, int64_t n, bool stream) {
+  const uint16_t* s = static_cast<const uint16_t*>(src_);
+  float* d = static_cast<float*>(dst_);
+  int64_t i = 0;
+  for (; i < n && stream && !aligned64(d + i); ++i) d[i] = _mm512_cvtss_f32(_mm512_castsi512_ps(_mm512_slli_epi32(
+      _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(1, s + i)), 16)));
+  for (; i + 16 <= n; i += 16) {
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
+    store_ps(d + i, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)), stream);
+  }
+  if (stream) _mm_sfence();
+  if (i < n) {
+    const __mmask16 m = low_mask16(n - i);
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, s + i));
+    _mm512_mask_storeu_ps(d + i, m, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
+  }
+}
+
+void f16_to_f32(const void* src_, void* dst_, int64_t n, bool stream) {
+  const uint16_t* s = static_cast<const uint16_t*>(src_);
+  float* d = static_cast<float*>(dst_);
+  int64_t i = 0;
+  for (; i < n && stream && !aligned64(d + i); ++i) {
+    d[i] = _mm512_cvtss_f32(from_f16(_mm256_maskz_loadu_epi16(1, s + i)));
+  }
+  for (; i + 16 <= n; i += 16) {
+    store_ps(d + i, from_f16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i))), stream);
+  }
+  if (stream) _mm_sfence();
+  if (i < n) {
+    const __mmask16 m = low_mask16(n - i);
+    _mm512_mask_storeu_ps(d + i, m, from_f16(_mm256_maskz_loadu_epi16(m, s + i)));
+  }
+}
+
+// int64 -> float32 rounds once to nearest even (vcvtqq2ps under the default MXCSR), as a C++ cast does.
+void i64_to_f32(const void* src_, void* dst_, int64_t n, bool /*stream: the destination is half the source*/) {
+  const int64_t* s = static_cast<const int64_t*>(src_);
+  float* d = static_cast<float*>(dst_);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm512_cvtepi64_ps(_mm512_loadu_si512(s + i)));
+  if (i < n) {
+    const __mmask8 m = low_mask8(n - i);
+    _mm256_mask_storeu_ps(d + i, m, _mm512_cvtepi64_ps(_mm512_maskz_loadu_epi64(m, s + i)));
+  }
+}
+
+// --- transposes ---------------------------------------------------------------------------------------
+
+// In-register transpose of 16 rows of 16 32-bit lanes: afterwards r[c] holds column c.
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int k = 0; k < 8; ++k) {
+    t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+    t[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+  }
+  for (int k = 0; k < 4; ++k) {  // r[4k+m], lane L: column 4L+m of rows 4k..4k+3
+    const __m512d a = _mm512_castps_pd(t[4 * k]), b = _mm512_castps_pd(t[4 * k + 1]);
+    const __m512d c = _mm512_castps_pd(t[4 * k + 2]), d = _mm512_castps_pd(t[4 * k + 3]);
+    r[4 * k + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    r[4 * k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    r[4 * k + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    r[4 * k + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+  for (int m = 0; m < 4; ++m) {
+    const __m512 e = _mm512_shuffle_f32x4(r[m], r[4 + m], 0x88), f = _mm512_shuffle_f32x4(r[m], r[4 + m], 0xDD);
+    const __m512 g = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0x88), h = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0xDD);
+    t[0 + m] = _mm512_shuffle_f32x4(e, g, 0x88);
+    t[8 + m] = _mm512_shuffle_f32x4(e, g, 0xDD);
+    t[4 + m] = _mm512_shuffle_f32x4(f, h, 0x88);
+    t[12 + m] = _mm512_shuffle_f32x4(f, h, 0xDD);
+  }
+  for (int c = 0; c < 16; ++c) r[c] = t[c];
+}
+
+// How far ahead (in source rows) the tile loop prefetches: far enough to cover DRAM latency.
+constexpr int64_t kPrefetchRows = 64;
+
+// Note [Transpose tiles]
+// The tile is 16 x 16 elements: 16 loads of one 64-byte source line each (i0..i0+15 of source row j),
+// an in-register transpose, 16 stores of 16 results each into destination rows i0..i0+15. The j loop
+// runs over all columns for one block of 16 rows, so each destination row is written sequentially
+// (and, for float32, as whole aligned lines, which lets streaming stores skip the read-for-ownership)
+// while each source line is loaded once and used entirely. Edges use masked loads and stores.
+template <class Store>
+inline void tile16(const char* s, int64_t src_row, char* d, int64_t dst_row, int64_t j0, int64_t ni, int64_t nj,
+                   int64_t cols, const Store& store) {
+  __m512 r[16];
+  if (nj == 16 && ni == 16) {
+    for (int k = 0; k < 16; ++k) r[k] = _mm512_loadu_ps(s + k * src_row);
+  } else {
+    const __mmask16 im = low_mask16(ni);
+    for (int k = 0; k < 16; ++k) r[k] = k < nj ? _mm512_maskz_loadu_ps(im, s + k * src_row) : _mm512_setzero_ps();
+  }
+  if (j0 + kPrefetchRows < cols) {
+    const char* p = s + kPrefetchRows * src_row;
+    for (int k = 0; k < 16; ++k) _mm_prefetch(p + k * src_row, _MM_HINT_T0);
+  }
+  transpose16(r);
+  store(d, dst_row, j0, nj, ni, r);
+}
+
+// Note [Transpose tiles]
+// A tile is 16 x 16 elements: 16 loads of one 64-byte source line each (i0..i0+15 of source row j),
+// an in-register transpose, 16 stores of 16 results each into destination rows i0..i0+15. The j loop
+// runs over all columns for a band of 32 rows, doing the two tiles at i0 and i0 + 16 together: they read
+// the two halves of the 128-byte line pairs the adjacent-line prefetcher fetches, so no fetched line is
+// wasted even with power-of-two row strides (whose lines collide in a few cache sets). Each destination
+// row is written sequentially, for float32 as whole aligned lines, which lets streaming stores skip the
+// read-for-ownership. Edges use masked loads and stores.
+template <class Store>
+void transpose_tiles(const char* src, int64_t src_row, char* dst, int64_t dst_row, int64_t rows, int64_t cols,
+                     Store store) {
+  for (int64_t i0 = 0; i0 < rows; i0 += 32) {
+    const int64_t ni0 = rows - i0 < 16 ? rows - i0 : 16;
+    const int64_t ni1 = rows - i0 - 16 < 0 ? 0 : rows - i0 - 16 < 16 ? rows - i0 - 16 : 16;
+    const char* s0 = src + i0 * 4;
+    char* d0 = dst + i0 * dst_row;
+    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+      const int64_t nj = cols - j0 < 16 ? cols - j0 : 16;
+      tile16(s0 + j0 * src_row, src_row, d0, dst_row, j0, ni0, nj, cols, store);
+      if (ni1 > 0) tile16(s0 + 64 + j0 * src_row, src_row, d0 + 16 * dst_row, dst_row, j0, ni1, nj, cols, store);
+    }
+  }
+}
+
+struct StoreF32 {
+  bool stream;
+  void operator()(char* d, int64_t dst_row, int64_t j0, int64_t nj, int64_t ni, const __m512 r[16]) const {
+    char* p = d + j0 * 4;
+    if (nj == 16 && stream && aligned64(p) && (dst_row & 63) == 0) {
+      for (int64_t k = 0; k < ni; ++k) _mm512_stream_ps(reinterpret_cast<float*>(p + k * dst_row), r[k]);
+    } else if (nj == 16) {
+      for (int64_t k = 0; k < ni; ++k) _mm512_storeu_ps(p + k * dst_row, r[k]);
+    } else {
+      const __mmask16 jm = low_mask16(nj);
+      for (int64_t k = 0; k < ni; ++k) _mm512_mask_storeu_ps(p + k * dst_row, jm, r[k]);
+    }
+  }
+};
+
+template <__m256i (*Convert)(__m512)>
+struct StoreHalf {
+  void operator()(char* d, int64_t dst_row, int64_t j0, int64_t nj, int64_t ni, const __m512 r[16]) const {
+    char* p = d + j0 * 2;
+    if (nj == 16) {
+      for (int64_t k = 0; k < ni; ++k) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + k * dst_row), Convert(r[k]));
+    } else {
+      const __mmask16 jm = low_mask16(nj);
+      for (int64_t k = 0; k < ni; ++k) _mm256_mask_storeu_epi16(p + k * dst_row, jm, Convert(r[k]));
+    }
+  }
+};
+
+void transpose_32bit(const char* src, int64_t src_row, char* dst, int64_t dst_row, int64_t rows, int64_t cols,
+                     bool stream) {
+  transpose_tiles(src, src_row, dst, dst_row, rows, cols, StoreF32{stream});
+  if (stream) _mm_sfence();
+}
+void transpose_f32_to_bf16(const char* src, int64_t src_row, char* dst, int64_t dst_row, int64_t rows, int64_t cols,
+                           bool) {
+  transpose_tiles(src, src_row, dst, dst_row, rows, cols, StoreHalf<to_bf16>{});
+}
+void transpose_f32_to_f16(const char* src, int64_t src_row, char* dst, int64_t dst_row, int64_t rows, int64_t cols,
+                          bool) {
+  transpose_tiles(src, src_row, dst, dst_row, rows, cols, StoreHalf<to_f16>{});
+}
+
+const CopyKernels kTable = {"avx512",   copy_bytes,      f32_to_bf16,           bf16_to_f32,         f32_to_f16,
+                            f16_to_f32, i64_to_f32,      transpose_32bit,       transpose_f32_to_bf16,
+                            transpose_f32_to_f16};
+
+}  // namespace
+
+const CopyKernels* copy_kernels_avx512() { return &kTable; }
+
+}  // namespace slimtensor
+
+#else
+namespace slimtensor {
+const CopyKernels* copy_kernels_avx512() { return nullptr; }
+}  // namespace slimtensor
+#endif
