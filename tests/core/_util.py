@@ -81,3 +81,8 @@ def raises_named(exc_type, function: str, *more: str):
 def bits(a: np.ndarray) -> np.ndarray:
     """The raw bits of an array as unsigned integers of the same size."""
     return np.ascontiguousarray(a).view(np.dtype(f"u{a.dtype.itemsize}"))
+
+
+def assert_contiguity_matches(s, t):
+    """is_contiguous() of a slimtensor equals torch's."""
+    assert s.is_contiguous() == t.is_contiguous(), (layout(s), layout(t))

@@ -190,7 +190,6 @@ def test_asarray_python_values(obj):
     np.testing.assert_array_equal(to_np(t), ref.astype(to_np(t).dtype))
 
 
-@pytest.mark.xfail(strict=True, reason="bug: asarray() of a Python scalar gives shape (1,) instead of a 0-d tensor")
 def test_asarray_python_scalar_is_0d():
     # torch.asarray(7).shape == () and np.asarray(7).shape == (); got (1,) (np.ascontiguousarray makes 0-d 1-d)
     for obj in [7, 2.5, True, 1j, np.float32(2.0)]:

@@ -30,6 +30,15 @@ def _hostdev_registered():
     _plugins.load_plugins()
     record = [r for r in _plugins.plugin_records() if r.name == "hostdev"]
     assert record and record[0].loaded, f"hostdev did not load: {record}"
+    gc.collect()
+    core_before, plugin_before = _core_live(), _counters()
+    yield
+    # The hostdev counterpart of conftest's CPU leak check: the core's statistics for the device and the
+    # plugin's own counters are back where the module found them.
+    gc.collect()
+    assert _core_live() == core_before, "hostdev storages outlived the test module"
+    live = [(c["live_allocations"], c["live_bytes"]) for c in _counters()]
+    assert live == [(c["live_allocations"], c["live_bytes"]) for c in plugin_before], "hostdev memory leaked"
 
 
 def _field(entry, key):
@@ -70,9 +79,17 @@ def test_plugin_record_names_the_distribution():
     assert "loaded" in record.describe()
 
 
+def test_load_plugins_is_public():
+    assert st.load_plugins is _plugins.load_plugins  # docs/plugins.md tells users to call st.load_plugins()
+    assert any(r.name == "hostdev" and r.loaded for r in st.load_plugins())
+
+
 def test_registering_twice_is_refused_cleanly():
-    with pytest.raises(RuntimeError, match="already registered"):
-        hostdev.register()
+    from slimtensor import _C
+
+    hostdev.register()  # the plugin's own entry point is idempotent
+    with pytest.raises(RuntimeError, match="already registered"):  # the core refuses a second table
+        _C._register_device_plugin(hostdev._hostdev.plugin_capsule("ok"), "a second copy of hostdev")
     assert _device_entry("hostdev") is not None
 
 
@@ -241,6 +258,36 @@ def test_conversions_on_hostdev_equal_the_cpu(src_dtype, dst_dtype):
     assert _bits(on_dev) == _bits(on_cpu)
 
 
+def test_tensor_operations_on_hostdev_match_numpy():
+    a = np.arange(120, dtype=np.float32).reshape(2, 3, 4, 5)
+    t = st.from_numpy(a).to("hostdev:1")
+    np.testing.assert_array_equal(
+        t.permute(3, 1, 0, 2).reshape(60, 2).cpu().numpy(), a.transpose(3, 1, 0, 2).reshape(60, 2)
+    )
+    cl = t.contiguous(memory_format=st.channels_last)
+    assert str(cl.device) == "hostdev:1" and cl.is_contiguous(memory_format=st.channels_last)
+    np.testing.assert_array_equal(cl.cpu().numpy(), a)
+    np.testing.assert_array_equal(t[1, ::2, 1:].clone().cpu().numpy(), a[1, ::2, 1:])
+    assert t[1, 2, 3, 4].item() == a[1, 2, 3, 4]
+    t[0, :, 1] = 5.0
+    b = a.copy()
+    b[0, :, 1] = 5.0
+    np.testing.assert_array_equal(t.cpu().numpy(), b)
+    row = st.from_numpy(np.arange(5, dtype=np.float32)).to("hostdev:1")
+    np.testing.assert_array_equal(
+        row.expand(3, 5).contiguous().cpu().numpy(), np.broadcast_to(np.arange(5), (3, 5))
+    )
+
+
+def test_pickle_keeps_the_device():
+    import pickle
+
+    t = st.from_numpy(np.arange(6, dtype=np.int16).reshape(2, 3)).to("hostdev:1")
+    back = pickle.loads(pickle.dumps(t))
+    assert str(back.device) == "hostdev:1" and back.dtype == st.int16
+    np.testing.assert_array_equal(back.cpu().numpy(), np.arange(6, dtype=np.int16).reshape(2, 3))
+
+
 def test_broadcast_copy_into_hostdev():
     row = np.arange(5, dtype=np.float32)
     t = st.empty((3, 5), dtype=st.float32, device="hostdev:0")
@@ -287,6 +334,29 @@ def test_everything_allocated_is_freed_through_the_plugin():
         assert after["live_allocations"] == before["live_allocations"], (before, after)
 
 
+def test_threads_allocate_and_free_through_the_plugin():
+    from concurrent.futures import ThreadPoolExecutor
+
+    gc.collect()
+    core0, plugin0 = _core_live(), _counters()
+    a = np.arange(4096, dtype=np.float32).reshape(64, 64)
+
+    def work(i: int) -> bool:
+        ok = True
+        for _ in range(50):
+            t = st.from_numpy(a).to(f"hostdev:{i % 2}")
+            ok &= bool(np.array_equal(t.T.contiguous().cpu().numpy(), a.T))
+        return ok
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(8)))
+    gc.collect()
+    assert _core_live() == core0
+    for before, after in zip(plugin0, _counters(), strict=True):
+        assert after["live_bytes"] == before["live_bytes"]
+        assert after["allocations"] - before["allocations"] == after["frees"] - before["frees"] > 0
+
+
 # --- bad input never crashes -------------------------------------------------------------------------
 
 
@@ -296,6 +366,8 @@ def test_device_memory_is_not_readable_as_host_memory():
         t.numpy()
     with pytest.raises((TypeError, RuntimeError, BufferError)):
         memoryview(t)
+    with pytest.raises(BufferError, match="DLPack"):  # hostdev declares no DLPack device type
+        t.__dlpack__()
 
 
 def test_index_out_of_range_is_an_error():
@@ -346,7 +418,7 @@ def test_capsule_of_the_wrong_kind_is_refused():
 # --- discovery, in fresh interpreters ----------------------------------------------------------------
 
 
-def _run(code: str, tmp_path: Path | None = None, **env: str) -> dict:
+def _run(code: str, tmp_path: Path | None = None, timeout: float = 120, **env: str) -> dict:
     """Runs `code` in a fresh interpreter; it prints one JSON object on its last line."""
     full_env = {
         k: v for k, v in os.environ.items() if k not in ("SLIMTENSOR_DEVICE_AUTOLOAD", hostdev.ABSENT_ENV)
@@ -354,13 +426,16 @@ def _run(code: str, tmp_path: Path | None = None, **env: str) -> dict:
     full_env.update(env)
     if tmp_path is not None:
         full_env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), full_env.get("PYTHONPATH", "")])
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            env=full_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the subprocess hung for {timeout} s (a deadlock?):\n{exc.stdout}\n{exc.stderr}")
     assert proc.returncode == 0, f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -391,7 +466,7 @@ _REPORT = """
         "imported_at_import": imported_at_import,
         "devices": names,
         "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
-        "records": {r.name: [r.loaded, r.error] for r in _plugins.plugin_records()},
+        "records": {r.name: [r.loaded, r.reason] for r in _plugins.plugin_records()},
         "cpu_ok": cpu_ok,
     }))
 """
@@ -467,6 +542,40 @@ def test_failing_plugin_on_the_unknown_name_path(tmp_path):
     assert any("no driver in the fake plugin" in w and "Traceback" in w for w in out["warnings"]), out
 
 
+def test_plugin_that_looks_up_devices_while_registering(tmp_path):
+    # Re-entrancy: autoload started by an unknown device name runs a plugin that itself looks up an
+    # unknown name and lists the devices. That must neither recurse nor deadlock.
+    _fake_distribution(
+        tmp_path,
+        {"curious": "fake_curious_plugin:register"},
+        {
+            "fake_curious_plugin": """
+            def register():
+                import slimtensor as st
+                try:
+                    st.Device("fake_device_nobody_registers")
+                except ValueError:
+                    pass
+                st.devices()
+            """
+        },
+    )
+    out = _run(
+        """
+        import json
+        import slimtensor as st
+        from slimtensor import _plugins
+        values = st.zeros((2,), device="hostdev:0").cpu().numpy().tolist()
+        records = {r.name: r.loaded for r in _plugins.plugin_records()}
+        print(json.dumps({"values": values, "records": records}))
+    """,
+        tmp_path,
+        timeout=30,
+    )
+    assert out["values"] == [0.0, 0.0]
+    assert out["records"] == {"curious": True, "hostdev": True}
+
+
 def test_incompatible_plugin_through_an_entry_point_warns(tmp_path):
     _fake_distribution(tmp_path, {"hostdev_bad": "slimtensor_hostdev:register_incompatible"}, {})
     out = _run(_REPORT, tmp_path)
@@ -534,3 +643,23 @@ def test_absent_device_is_unavailable_with_the_reason():
     assert "no hostdev hardware" in out["reason"]
     assert out["error"] is not None and "no hostdev hardware" in out["error"]
     assert out["cpu"] == [1.0]
+
+
+def test_info_lists_plugins_and_their_failures(tmp_path):
+    _fake_distribution(
+        tmp_path,
+        {"broken": "fake_broken_plugin:register"},
+        {"fake_broken_plugin": "def register():\n    raise ValueError('boom for info')\n"},
+    )
+    env = {k: v for k, v in os.environ.items() if k != "SLIMTENSOR_DEVICE_AUTOLOAD"}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
+    proc = subprocess.run(
+        [sys.executable, "-W", "ignore", "-m", "slimtensor", "info"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "hostdev" in proc.stdout and "slimtensor_hostdev 0.1.0" in proc.stdout
+    assert "broken" in proc.stdout and "ValueError: boom for info" in proc.stdout

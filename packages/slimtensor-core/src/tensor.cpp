@@ -28,10 +28,11 @@ void trace_tensor(EventKind kind, const Tensor& t, uint64_t id, const char* op) 
   events::record(std::move(e));
 }
 
-bool compute_contiguous(const int64_t* sizes, const int64_t* strides, int ndim) {
+// PyTorch's compute_contiguous: an empty tensor is contiguous; size-1 dims are skipped.
+bool compute_contiguous(const int64_t* sizes, const int64_t* strides, int ndim, int64_t numel) {
+  if (numel == 0) return true;
   int64_t expected = 1;
   for (int d = ndim - 1; d >= 0; --d) {
-    if (sizes[d] == 0) return true;
     if (sizes[d] == 1) continue;
     if (strides[d] != expected) return false;
     expected *= sizes[d];
@@ -104,7 +105,12 @@ Tensor Tensor::make(Storage storage, Dims dims, int64_t offset, ScalarType dtype
   t.dims_ = std::move(dims);
   t.offset_ = offset;
   t.dtype_ = dtype;
-  t.finish(op);
+  try {
+    t.finish(op);
+  } catch (...) {
+    t.storage_ = Storage();  // never counted as a live tensor, so its destructor must not uncount it
+    throw;
+  }
   return t;
 }
 
@@ -142,7 +148,7 @@ void Tensor::finish(const char* op) {
     fail(ErrorKind::Value, op, "(): view needs storage bytes [", offset_ * isz, ", ", end_bytes,
          ") but storage holds ", held, "; check sizes, strides and storage_offset");
   }
-  contiguous_ = compute_contiguous(sz, st, n);
+  contiguous_ = compute_contiguous(sz, st, n, numel_);
   stats::tensor_created(storage_->device().type);
   if (events::tracing_active()) {
     id_ = g_next_tensor_id.fetch_add(1, std::memory_order_relaxed);

@@ -54,7 +54,7 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
         except ValueError:
             if copy is False:
                 raise
-            t = from_numpy(np.ascontiguousarray(obj))
+            t = from_numpy(np.require(obj, requirements="C"))
     elif hasattr(obj, "__dlpack__"):
         t = _C.from_dlpack(obj)
     else:
@@ -63,7 +63,8 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
         arr = _python_default(obj, np.asarray(obj))
         if arr.dtype == object:
             raise TypeError(f"asarray(): cannot convert an object of type {type(obj).__name__} to a tensor")
-        t = from_numpy(np.ascontiguousarray(arr))
+        # np.require keeps 0-d arrays 0-d (np.ascontiguousarray would make them 1-d).
+        t = from_numpy(np.require(arr, requirements="C"))
         copy = builtins.bool(copy)
     if dtype is not None or device is not None:
         t = t._to(device, dtype, builtins.bool(copy))

@@ -25,6 +25,7 @@ __all__ = [
     "PluginRecord",
     "autoload",
     "autoload_enabled",
+    "failures",
     "install_autoload_hook",
     "load_plugins",
     "plugin_records",
@@ -39,22 +40,22 @@ class PluginRecord:
     """What happened to one entry point of `slimtensor.devices` (a plain class: importing dataclasses
     would cost `import slimtensor` several milliseconds)."""
 
-    __slots__ = ("name", "value", "distribution", "loaded", "error", "traceback")
+    __slots__ = ("name", "value", "distribution", "loaded", "reason", "traceback")
 
     def __init__(
-        self, name: str, value: str, distribution: str, loaded: bool, error: str = "", traceback: str = ""
+        self, name: str, value: str, distribution: str, loaded: bool, reason: str = "", traceback: str = ""
     ) -> None:
         self.name = name  # the entry point's name: "hostdev"
         self.value = value  # what it points to: "slimtensor_hostdev:register"
         self.distribution = distribution  # "slimtensor-hostdev 0.1.0", or "" when unknown
         self.loaded = loaded  # True when its callable returned without raising
-        self.error = error  # one line, "RuntimeError: ..." when it failed
+        self.reason = reason  # why it failed, one line: "RuntimeError: ..."; "" when it loaded
         self.traceback = traceback  # the plugin's own traceback when it failed
 
     def __repr__(self) -> str:
         return (
             f"PluginRecord(name={self.name!r}, value={self.value!r}, distribution={self.distribution!r}, "
-            f"loaded={self.loaded!r}, error={self.error!r})"
+            f"loaded={self.loaded!r}, reason={self.reason!r})"
         )
 
     def as_dict(self) -> dict[str, object]:
@@ -63,7 +64,7 @@ class PluginRecord:
     def describe(self) -> str:
         """One line for `slimtensor info`."""
         origin = f" from {self.distribution}" if self.distribution else ""
-        state = "loaded" if self.loaded else f"FAILED: {self.error}"
+        state = "loaded" if self.loaded else f"FAILED: {self.reason}"
         return f"{self.name} ({self.value}{origin}): {state}"
 
 
@@ -82,6 +83,12 @@ def plugin_records() -> list[PluginRecord]:
     """Every entry point tried so far, in the order they were tried (loaded and failed ones)."""
     with _lock:
         return list(_records.values())
+
+
+def failures() -> list[PluginRecord]:
+    """The entry points that failed to load, with the reason (for `slimtensor info`)."""
+    with _lock:
+        return [r for r in _records.values() if not r.loaded]
 
 
 def _distribution_of(entry_point: object) -> str:
@@ -122,8 +129,8 @@ def _load_one(ep: object) -> PluginRecord:
         import traceback
 
         tb = "".join(traceback.format_exception(exc))
-        error = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
-        record = PluginRecord(name, value, distribution, False, error, tb)
+        reason = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+        record = PluginRecord(name, value, distribution, False, reason, tb)
         origin = f" (from {distribution})" if distribution else ""
         warnings.warn(
             f"slimtensor: device plugin {name!r} = {value!r}{origin} failed to load and was skipped; "

@@ -59,7 +59,8 @@ static uint64_t capacity_bytes(void) {
   if (text && *text) {
     char* end = NULL;
     unsigned long long value = strtoull(text, &end, 10);
-    if (end && *end == '\0' && value > 0) return (uint64_t)value;
+    /* Capped so that live + nbytes always fits in int64. */
+    if (end && *end == '\0' && value > 0) return value < (1ull << 62) ? (uint64_t)value : (1ull << 62);
   }
   return HOSTDEV_DEFAULT_CAPACITY;
 }
@@ -89,25 +90,28 @@ static int hd_allocate(void* ctx, int32_t index, uint64_t nbytes, void** out) {
   if (nbytes == 0) {
     return FAIL_AT(index, "hostdev allocate(): nbytes must be > 0, got 0");
   }
+  /* Reserve the bytes first (compare-and-swap), so concurrent allocations never exceed the capacity. */
   const uint64_t capacity = capacity_bytes();
   int64_t live = atomic_load(&c->live_bytes);
-  if (nbytes > capacity || (uint64_t)live > capacity - nbytes) {
-    atomic_fetch_add(&c->failed_allocations, 1);
-    return FAIL_AT(index, "hostdev allocate(): out of memory on hostdev:%d: asked for %llu bytes, %lld of %llu "
-                        "bytes in use; free tensors or set " HOSTDEV_CAPACITY_ENV,
-                        (int)index, (unsigned long long)nbytes, (long long)live,
-                        (unsigned long long)capacity);
-  }
+  do {
+    if (nbytes > capacity || (uint64_t)live > capacity - nbytes) {
+      atomic_fetch_add(&c->failed_allocations, 1);
+      return FAIL_AT(index, "hostdev allocate(): out of memory on hostdev:%d: asked for %llu bytes, %lld of "
+                            "%llu bytes in use; free tensors or set " HOSTDEV_CAPACITY_ENV,
+                     (int)index, (unsigned long long)nbytes, (long long)live, (unsigned long long)capacity);
+    }
+  } while (!atomic_compare_exchange_weak(&c->live_bytes, &live, live + (int64_t)nbytes));
   /* aligned_alloc wants a size that is a multiple of the alignment; nbytes <= capacity, so no overflow. */
-  uint64_t rounded = (nbytes + HOSTDEV_ALIGNMENT - 1) / HOSTDEV_ALIGNMENT * HOSTDEV_ALIGNMENT;
+  const uint64_t rounded = (nbytes + HOSTDEV_ALIGNMENT - 1) / HOSTDEV_ALIGNMENT * HOSTDEV_ALIGNMENT;
   void* p = aligned_alloc(HOSTDEV_ALIGNMENT, (size_t)rounded);
   if (!p) {
+    atomic_fetch_sub(&c->live_bytes, (int64_t)nbytes);
     atomic_fetch_add(&c->failed_allocations, 1);
     return FAIL_AT(index, "hostdev allocate(): the host could not provide %llu bytes for hostdev:%d",
-                        (unsigned long long)nbytes, (int)index);
+                   (unsigned long long)nbytes, (int)index);
   }
   atomic_fetch_add(&c->allocations, 1);
-  int64_t now = atomic_fetch_add(&c->live_bytes, (int64_t)nbytes) + (int64_t)nbytes;
+  const int64_t now = live + (int64_t)nbytes;
   int64_t peak = atomic_load(&c->peak_bytes);
   while (now > peak && !atomic_compare_exchange_weak(&c->peak_bytes, &peak, now)) {
   }

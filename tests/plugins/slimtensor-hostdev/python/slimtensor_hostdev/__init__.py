@@ -29,12 +29,22 @@ INCOMPATIBLE_VARIANTS: dict[str, str] = {
 }
 
 
+_registered = False
+
+
 def register() -> None:
-    """Registers the hostdev device with slimtensor (called by slimtensor's plugin discovery)."""
+    """Registers the hostdev device with slimtensor (called by slimtensor's plugin discovery).
+
+    Idempotent: a user who calls it before discovery does not make discovery fail later.
+    """
+    global _registered
+    if _registered:
+        return
     # Imported here, not at module level: slimtensor imports this module while it loads plugins.
     from slimtensor import _C
 
     _C._register_device_plugin(_hostdev.plugin_capsule("ok"), "slimtensor_hostdev")
+    _registered = True
 
 
 def register_incompatible(variant: str = "bad_major") -> None:
