@@ -155,26 +155,40 @@ inline void tile8(const char* s, int64_t src_row, char* d, int64_t dst_row) {
   for (int k = 0; k < 8; ++k) Store::row(d + k * dst_row, r[k]);
 }
 
-// The loop order of Note [Transpose tiles], with 8x8 tiles; edge tiles go through padded stack buffers.
+// One 8x8 tile at (i0, j0), through padded stack buffers when it is cut by an edge.
+template <class Store>
+inline void tile8_at(const char* src, int64_t src_row, char* dst, int64_t dst_row, int64_t rows, int64_t cols,
+                     int64_t i0, int64_t j0) {
+  constexpr int64_t out = Store::kOut;
+  const int64_t ni = rows - i0 < 8 ? rows - i0 : 8;
+  const int64_t nj = cols - j0 < 8 ? cols - j0 : 8;
+  const char* s = src + i0 * 4 + j0 * src_row;
+  char* d = dst + i0 * dst_row + j0 * out;
+  if (ni == 8 && nj == 8) {
+    tile8<Store>(s, src_row, d, dst_row);
+    return;
+  }
+  float in[8][8] = {};
+  alignas(32) char res[8][8 * 4];
+  for (int64_t k = 0; k < nj; ++k) __builtin_memcpy(in[k], s + k * src_row, static_cast<size_t>(ni) * 4);
+  tile8<Store>(reinterpret_cast<const char*>(in), 32, &res[0][0], 32);
+  for (int64_t k = 0; k < ni; ++k) __builtin_memcpy(d + k * dst_row, res[k], static_cast<size_t>(nj * out));
+}
+
+// The two loop orders of Note [Transpose tiles] (copy_avx512.cpp), with 8x8 tiles.
 template <class Store>
 void transpose_tiles(const char* src, int64_t src_row, char* dst, int64_t dst_row, int64_t rows, int64_t cols) {
-  constexpr int64_t out = Store::kOut;
-  for (int64_t i0 = 0; i0 < rows; i0 += 8) {
-    const int64_t ni = rows - i0 < 8 ? rows - i0 : 8;
-    for (int64_t j0 = 0; j0 < cols; j0 += 8) {
-      const int64_t nj = cols - j0 < 8 ? cols - j0 : 8;
-      const char* s = src + i0 * 4 + j0 * src_row;
-      char* d = dst + i0 * dst_row + j0 * out;
-      if (ni == 8 && nj == 8) {
-        tile8<Store>(s, src_row, d, dst_row);
-        continue;
+  if (src_row > 512) {  // source rows far apart: bands of 16 source rows, each read front to back
+    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+      for (int64_t i0 = 0; i0 < rows; i0 += 8) {
+        tile8_at<Store>(src, src_row, dst, dst_row, rows, cols, i0, j0);
+        if (j0 + 8 < cols) tile8_at<Store>(src, src_row, dst, dst_row, rows, cols, i0, j0 + 8);
       }
-      float in[8][8] = {};
-      alignas(32) char res[8][8 * 4];
-      for (int64_t k = 0; k < nj; ++k) __builtin_memcpy(in[k], s + k * src_row, static_cast<size_t>(ni) * 4);
-      tile8<Store>(reinterpret_cast<const char*>(in), 32, &res[0][0], 32);
-      for (int64_t k = 0; k < ni; ++k) __builtin_memcpy(d + k * dst_row, res[k], static_cast<size_t>(nj * out));
     }
+    return;
+  }
+  for (int64_t i0 = 0; i0 < rows; i0 += 8) {
+    for (int64_t j0 = 0; j0 < cols; j0 += 8) tile8_at<Store>(src, src_row, dst, dst_row, rows, cols, i0, j0);
   }
 }
 
