@@ -40,7 +40,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def torch():
     """The torch module (only inside ``needs_torch`` tests, which are skipped when it is absent)."""
     if TORCH is None:
@@ -52,8 +52,14 @@ _LEAK_KEYS = ("live_storages", "live_tensors", "live_bytes")
 
 
 def _cpu_counters():
+    import sys
+
     import slimtensor as st
 
+    # pytest keeps the last failure's traceback (for post-mortem debugging); its frames hold tensors
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        if hasattr(sys, name):
+            setattr(sys, name, None)
     for _ in range(3):
         gc.collect()
     stats = st.memory_stats("cpu")

@@ -105,8 +105,6 @@ def test_flatten_matches_torch(torch, name, start, end):
     try:
         tr = t.flatten(start, end)
     except (RuntimeError, IndexError) as exc:
-        if name == "scalar":
-            return  # 0-d with a bad dim: test_flatten_0d_checks_dims (a known bug)
         with pytest.raises(IndexError if isinstance(exc, IndexError) else (RuntimeError, ValueError, IndexError)):
             s.flatten(start, end)
         return
@@ -118,9 +116,8 @@ def test_flatten_matches_torch(torch, name, start, end):
 
 
 @pytest.mark.needs_torch
-@pytest.mark.xfail(strict=True, reason="bug: flatten() of a 0-d tensor ignores out-of-range start_dim/end_dim")
 def test_flatten_0d_checks_dims(torch):
-    # torch.zeros(()).flatten(1, -1) raises IndexError (dim out of range); slimtensor returns shape (1,)
+    # torch.zeros(()).flatten(1, -1) raises IndexError (dim out of range)
     for start, end in [(1, -1), (0, 1), (-2, -1), (2, 2)]:
         with pytest.raises(IndexError):
             torch.zeros(()).flatten(start, end)

@@ -325,3 +325,23 @@ def test_is_same():
     assert not a._is_same(a.t())
     assert not a._is_same(a.clone())
     assert not a._is_same(a.view(st.float64))
+
+
+@pytest.mark.needs_torch
+@pytest.mark.xfail(strict=True, reason="bug: expand() gives a new leading size-1 dim stride 0; torch gives "
+                                       "size*stride of the next dim")
+def test_expand_new_size1_dim_stride(torch):
+    # torch.zeros(1).expand(1, 1).stride() == (1, 1); slimtensor gives (0, 1)
+    for make in [lambda m: m.zeros(1).expand(1, 1), lambda m: m.zeros(2, 3).expand(1, 2, 3),
+                 lambda m: m.zeros(3, 1).expand(1, 1, 3, 4)]:
+        assert make(st).stride() == make(torch).stride()
+
+
+@pytest.mark.needs_torch
+@pytest.mark.xfail(strict=True, reason="bug: _has_internal_overlap() is True for an empty tensor with a stride-0 dim")
+def test_empty_tensor_has_no_overlap(torch):
+    # layout (2, 0):(0, 0): no element, so no two elements share memory; torch._debug_has_internal_overlap gives 0
+    t = torch.zeros(1).as_strided((2, 0), (0, 0))
+    assert torch._debug_has_internal_overlap(t) == 0
+    assert not st.zeros(1).as_strided((2, 0), (0, 0))._has_internal_overlap()
+    assert not st.zeros(1).expand(3, 1).narrow(1, 0, 0)._has_internal_overlap()

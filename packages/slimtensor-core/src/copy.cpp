@@ -182,6 +182,75 @@ void copy_device(const Tensor& dst, const Tensor& src, const std::vector<int64_t
   }
 }
 
+bool is_zero(const Scalar& v) {
+  return (v.kind != Scalar::Kind::Complex || v.imag == 0) && v.d == 0 && v.i == 0 && !std::signbit(v.d);
+}
+
+// PyTorch's checked_convert for fill values: a value the dtype cannot hold is refused, never wrapped.
+void check_fill_value(ScalarType type, const Scalar& v) {
+  const ScalarTypeInfo& i = info(type);
+  ST_CHECK(i.convertible || is_zero(v), Runtime, "fill_(): ", i.name, " tensors can only be filled with 0 (no "
+           "conversion to ", i.name, "); fill a uint8 view of the bytes instead");
+  if (type == ScalarType::Bool) return;
+  const bool uint64_value = v.kind == Scalar::Kind::Int && v.i < 0 && v.d > 0;  // Python ints >= 2**63
+  auto refuse = [&](const char* range) {
+    std::ostringstream value;
+    if (v.kind == Scalar::Kind::Int) {
+      if (uint64_value) value << static_cast<uint64_t>(v.i); else value << v.i;
+    } else {
+      value << v.d;
+      if (v.kind == Scalar::Kind::Complex) value << (v.imag < 0 ? "" : "+") << v.imag << "j";
+    }
+    fail(ErrorKind::Runtime, "fill_(): value ", value.str(), " cannot be converted to ", i.name,
+         " without overflow (", i.name, " holds ", range, ")");
+  };
+  if (!i.is_floating && !i.is_complex) {  // integers
+    if (v.kind == Scalar::Kind::Complex && v.imag != 0) refuse("no imaginary part");
+    long double lo, hi;  // the checks below follow c10's overflows<To, From>
+    switch (type) {
+      case ScalarType::UInt8: lo = 0; hi = 255; break;
+      case ScalarType::Int8: lo = -128; hi = 127; break;
+      case ScalarType::Int16: lo = -32768; hi = 32767; break;
+      case ScalarType::UInt16: lo = 0; hi = 65535; break;
+      case ScalarType::Int32: lo = -2147483648.0L; hi = 2147483647.0L; break;
+      case ScalarType::UInt32: lo = 0; hi = 4294967295.0L; break;
+      case ScalarType::Int64: lo = -9223372036854775808.0L; hi = 9223372036854775807.0L; break;
+      default: lo = 0; hi = 18446744073709551615.0L; break;  // uint64
+    }
+    const char* range = nullptr;
+    switch (type) {
+      case ScalarType::UInt8: range = "[0, 255]"; break;
+      case ScalarType::Int8: range = "[-128, 127]"; break;
+      case ScalarType::Int16: range = "[-32768, 32767]"; break;
+      case ScalarType::UInt16: range = "[0, 65535]"; break;
+      case ScalarType::Int32: range = "[-2**31, 2**31 - 1]"; break;
+      case ScalarType::UInt32: range = "[0, 2**32 - 1]"; break;
+      case ScalarType::Int64: range = "[-2**63, 2**63 - 1]"; break;
+      default: range = "[0, 2**64 - 1]"; break;
+    }
+    long double x;
+    if (v.kind == Scalar::Kind::Int) {
+      x = uint64_value ? static_cast<long double>(static_cast<uint64_t>(v.i)) : static_cast<long double>(v.i);
+    } else {
+      if (std::isnan(v.d)) refuse(range);
+      x = v.d;
+    }
+    // Unsigned types accept negatives down to -max, which wrap (two's complement), as in PyTorch.
+    if (x > hi || (lo == 0 ? -x > hi : x < lo)) refuse(range);
+    return;
+  }
+  if (i.is_complex) return;  // PyTorch does not range-check complex fills (65520 -> complex32 is inf)
+  double max = 0;
+  switch (type) {
+    case ScalarType::Float16: max = 65504.0; break;
+    case ScalarType::BFloat16: max = 3.3895313892515355e38; break;
+    case ScalarType::Float32: max = 3.4028234663852886e38; break;
+    default: return;  // float64 holds every double
+  }
+  if (std::isfinite(v.d) && std::fabs(v.d) > max) refuse(max == 65504.0 ? "|x| <= 65504" : "its finite range");
+  if (v.kind == Scalar::Kind::Complex && v.imag != 0) refuse("no imaginary part");
+}
+
 bool ranges_intersect(const Tensor& a, const Tensor& b, const int64_t* b_strides) {
   if (a.storage_impl() != b.storage_impl()) return false;
   const char* a0 = static_cast<const char*>(a.data_ptr());
@@ -201,7 +270,8 @@ void copy_(const Tensor& dst, const Tensor& src) {
   ST_CHECK(dst.defined() && src.defined(), Runtime, "copy_(): both tensors must be defined");
   ST_CHECK(!dst.is_read_only(), Runtime, "copy_(): the destination is read-only (it borrows memory its owner "
            "marked read-only, e.g. a read-only numpy array); write into a copy instead: t = t.clone()");
-  ST_CHECK(info(dst.dtype()).convertible && info(src.dtype()).convertible, Runtime, "copy_(): conversion from ",
+  ST_CHECK(dst.dtype() == src.dtype() || (info(dst.dtype()).convertible && info(src.dtype()).convertible), Runtime,
+           "copy_(): conversion from ",
            name(src.dtype()), " to ", name(dst.dtype()), " is not supported (float8/float4 types can only be "
            "moved between tensors of the same dtype); view them as uint8 to move their bytes");
   std::vector<int64_t> src_strides = broadcast_strides(dst, src);
@@ -233,6 +303,7 @@ void copy_(const Tensor& dst, const Tensor& src) {
 
 void fill_(const Tensor& dst, const Scalar& value) {
   ST_CHECK(dst.defined(), Runtime, "fill_(): the tensor is undefined");
+  check_fill_value(dst.dtype(), value);
   // One element holding the value, converted by the same rules as copies, then broadcast.
   alignas(16) unsigned char buffer[16];
   ScalarType type;
@@ -249,8 +320,12 @@ void fill_(const Tensor& dst, const Scalar& value) {
   const Tensor scalar = Tensor::make(Storage::adopt(StorageImpl::borrow(kCPUDevice, buffer, itemsize(type), nullptr,
                                                                          nullptr, true, "scalar")),
                                      IntList(), IntList(), 0, type, "fill_");
-  const bool zero = (value.kind != Scalar::Kind::Complex || value.imag == 0) && value.d == 0 && value.i == 0 &&
-                    !std::signbit(value.d);
+  const bool zero = is_zero(value);
+  if (zero && !info(dst.dtype()).convertible) {
+    // Types without conversions (float8, float4) take the all-zero bit pattern, through a same-dtype copy.
+    std::memset(buffer, 0, sizeof buffer);
+    type = dst.dtype();
+  }
   if (zero && dst.device().is_cpu() && dst.is_contiguous() && !dst.is_read_only()) {
     char* p = static_cast<char*>(dst.data_ptr());
     parallel_for(dst.nbytes(), 1 << 20, [p](int64_t b, int64_t e) { std::memset(p + b, 0, e - b); });
@@ -309,7 +384,7 @@ Tensor clone(const Tensor& self, MemoryFormat format) {
   if (format == MemoryFormat::Preserve && is_non_overlapping_and_dense(self.sizes(), self.strides(), n)) {
     strides.assign(self.strides(), self.strides() + n);
   } else if (format == MemoryFormat::Preserve) {
-    contiguous_strides(self.sizes(), n, strides.data());
+    memory_format_strides(self.sizes(), n, suggest_memory_format(self.sizes(), self.strides(), n), strides.data());
   } else {
     ST_CHECK(memory_format_strides(self.sizes(), n, format, strides.data()), Runtime, "clone(): memory format ",
              format == MemoryFormat::ChannelsLast ? "channels_last needs a 4-d" : "channels_last_3d needs a 5-d",

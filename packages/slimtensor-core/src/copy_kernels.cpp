@@ -3,8 +3,12 @@
 // Note [Conversion rules]
 // They are PyTorch's CPU results, including where C++ leaves them undefined:
 //   - float -> integer truncates toward zero; NaN and out-of-range values give the x86 "integer
-//     indefinite" (INT32_MIN for types up to 32 bits, computed through int32 and then wrapped; INT64_MIN
-//     for 64-bit types), so e.g. 300.0 -> int8 is 44 and -1.5 -> uint8 is 255, as in torch;
+//     indefinite": float16/bfloat16/float32 sources go through int32 for 8-, 16- and 32-bit signed
+//     results (INT32_MIN, then wrapped), float64 sources through int64 for 8- and 16-bit results, and
+//     64-bit and uint32 results through int64 (INT64_MIN). So 300.0 -> int8 is 44 and -1.5 -> uint8 is
+//     255, as in torch. Out-of-range float -> uint32/uint64 is where torch itself is inconsistent (its
+//     vectorised and scalar loops disagree, e.g. 1e10 -> uint32 gives 0 or 0x540BE400 depending on the
+//     tensor's length); slimtensor always gives the int64 route's result;
 //   - integer -> narrower integer wraps (two's complement);
 //   - anything -> bool is "!= 0" (NaN is true); complex -> real keeps the real part;
 //   - float16/bfloat16 follow Note [Reduced-precision rounding]; float64 -> float16/bfloat16 goes through
@@ -40,6 +44,7 @@ struct Value {
   int64_t i;
   uint64_t u;
   double re, im;
+  bool wide = false;  // a float64 or complex128 source (Note [Conversion rules]: the int64 route)
 };
 
 template <class S> inline Value load(const S& s);
@@ -50,12 +55,12 @@ ST_UNSIGNED(uint8_t) ST_UNSIGNED(uint16_t) ST_UNSIGNED(uint32_t) ST_UNSIGNED(uin
 #undef ST_SIGNED
 #undef ST_UNSIGNED
 template <> inline Value load<float>(const float& s) { return {Kind::Float, 0, 0, s, 0}; }
-template <> inline Value load<double>(const double& s) { return {Kind::Float, 0, 0, s, 0}; }
+template <> inline Value load<double>(const double& s) { return {Kind::Float, 0, 0, s, 0, true}; }
 template <> inline Value load<f16_t>(const f16_t& s) { return {Kind::Float, 0, 0, f16_to_float(s.x), 0}; }
 template <> inline Value load<bf16_t>(const bf16_t& s) { return {Kind::Float, 0, 0, bf16_to_float(s.x), 0}; }
 template <> inline Value load<c32_t>(const c32_t& s) { return {Kind::Complex, 0, 0, f16_to_float(s.re.x), f16_to_float(s.im.x)}; }
 template <> inline Value load<c64_t>(const c64_t& s) { return {Kind::Complex, 0, 0, s.re, s.im}; }
-template <> inline Value load<c128_t>(const c128_t& s) { return {Kind::Complex, 0, 0, s.re, s.im}; }
+template <> inline Value load<c128_t>(const c128_t& s) { return {Kind::Complex, 0, 0, s.re, s.im, true}; }
 
 // --- a canonical value -> destination ----------------------------------------------------------------
 inline int32_t truncate_to_i32(double v) {  // cvttsd2si semantics (Note [Conversion rules])
@@ -72,8 +77,10 @@ inline D store_int(const Value& v) {
     case Kind::Signed: return static_cast<D>(v.i);
     case Kind::Unsigned: return static_cast<D>(v.u);
     default: {
-      if constexpr (sizeof(D) <= 4 && !(std::is_same_v<D, uint32_t>)) {
-        return static_cast<D>(truncate_to_i32(v.re));
+      if constexpr (sizeof(D) <= 2) {
+        return static_cast<D>(v.wide ? truncate_to_i64(v.re) : truncate_to_i32(v.re));
+      } else if constexpr (std::is_same_v<D, int32_t>) {
+        return truncate_to_i32(v.re);
       } else if constexpr (std::is_same_v<D, uint64_t>) {
         if (v.re >= 0 && v.re < 18446744073709551616.0) return static_cast<uint64_t>(v.re);
         return static_cast<uint64_t>(truncate_to_i64(v.re));
@@ -114,7 +121,7 @@ template <> inline bool store<bool>(const Value& v) {
 template <> inline float store<float>(const Value& v) { return as_float(v); }
 template <> inline double store<double>(const Value& v) { return as_double(v); }
 template <> inline f16_t store<f16_t>(const Value& v) { return {float_to_f16(as_float(v))}; }
-template <> inline bf16_t store<bf16_t>(const Value& v) { return {float_to_bf16(as_float(v))}; }
+template <> inline bf16_t store<bf16_t>(const Value& v) { return {float_to_bf16_scalar(as_float(v))}; }
 template <> inline c32_t store<c32_t>(const Value& v) {
   return {{float_to_f16(as_float(v))}, {float_to_f16(static_cast<float>(v.kind == Kind::Complex ? v.im : 0))}};
 }
@@ -127,8 +134,8 @@ template <class S, class D>
 inline D convert(const S& s) {
   if constexpr (std::is_same_v<S, D>) {
     return s;
-  } else if constexpr (std::is_same_v<S, float> && std::is_same_v<D, bf16_t>) {
-    return {float_to_bf16(s)};
+  } else if constexpr ((std::is_same_v<S, float> || std::is_same_v<S, double>) && std::is_same_v<D, bf16_t>) {
+    return {float_to_bf16(static_cast<float>(s))};  // Note [Reduced-precision rounding]: 0xFFFF NaN
   } else if constexpr (std::is_same_v<S, float> && std::is_same_v<D, f16_t>) {
     return {float_to_f16(s)};
   } else if constexpr (std::is_same_v<S, bf16_t> && std::is_same_v<D, float>) {
@@ -421,7 +428,9 @@ void run_cpu_copy(const CpuCopyPlan& p) {
       return;
     }
   }
-  RunFn fn = same ? raw_fn(src_size) : run_fn(p.src_type, p.dst_type);
+  // bool -> bool normalises stray bytes to 0/1 as PyTorch's strided copy does (a memcpy keeps them).
+  RunFn fn = same ? (p.src_type == ScalarType::Bool ? convert_run<uint8_t, bool> : raw_fn(src_size))
+                  : run_fn(p.src_type, p.dst_type);
   ST_CHECK(fn != nullptr, Runtime, "copy_(): no conversion from ", name(p.src_type), " to ", name(p.dst_type));
   Executor ex{p, fn, fast, same, src_size, dst_size, transposed ? last - 1 : -1};
   const int64_t outer = p.sizes[0];

@@ -17,7 +17,7 @@ std::array<std::atomic<const DeviceEntry*>, kMaxDeviceTypes> g_by_code{};
 std::mutex g_mutex;
 std::vector<const DeviceEntry*> g_entries;  // registration order, guarded by g_mutex
 std::function<void()> g_autoload_hook;      // guarded by g_mutex
-std::once_flag g_autoload_once;
+thread_local bool t_in_autoload = false;  // this thread is inside the hook: do not re-enter it
 
 const DeviceEntry* make_cpu_entry() {
   auto* cpu = new DeviceEntry;  // lives for the process (Note [Device registry])
@@ -73,7 +73,19 @@ const DeviceEntry* find_device(const std::string& name) {
     std::lock_guard<std::mutex> lock(g_mutex);
     hook = g_autoload_hook;
   }
-  if (hook) std::call_once(g_autoload_once, hook);
+  // The hook runs on every miss (the Python side loads each plugin once and is cheap afterwards). No
+  // call_once: a plugin that looks up another unknown name while registering, or a second thread waiting
+  // while holding the GIL, would deadlock in it.
+  if (hook && !t_in_autoload) {
+    t_in_autoload = true;
+    try {
+      hook();
+    } catch (...) {
+      t_in_autoload = false;
+      throw;
+    }
+    t_in_autoload = false;
+  }
   return lookup();
 }
 

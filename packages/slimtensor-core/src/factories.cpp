@@ -34,7 +34,9 @@ Tensor empty_like(const Tensor& other, ScalarType dtype, Device device) {
   if (is_non_overlapping_and_dense(other.sizes(), other.strides(), n)) {
     return empty_strided(IntList(other.sizes(), n), IntList(other.strides(), n), dtype, device);
   }
-  return empty(IntList(other.sizes(), n), dtype, device);
+  std::vector<int64_t> strides(static_cast<size_t>(n));
+  memory_format_strides(other.sizes(), n, suggest_memory_format(other.sizes(), other.strides(), n), strides.data());
+  return empty_strided(IntList(other.sizes(), n), strides, dtype, device);
 }
 
 Tensor full(IntList sizes, const Scalar& value, ScalarType dtype, Device device) {

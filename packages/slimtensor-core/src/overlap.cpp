@@ -61,6 +61,30 @@ bool is_non_overlapping_and_dense(const int64_t* sizes, const int64_t* strides, 
   return true;
 }
 
+namespace {
+// PyTorch's is_channels_last_strides_2d_s4 / _3d_s5, with `order` innermost first.
+bool strides_like_channels_last(const int64_t* sizes, const int64_t* strides, const int* order, int n) {
+  if (strides[1] == 0) return false;  // a trivial C dimension: default to the contiguous layout
+  int64_t min = 0;
+  for (int i = 0; i < n; ++i) {
+    const int d = order[i];
+    if (sizes[d] == 0 || strides[d] < min) return false;
+    // N111 tensors (and N11W sliced on W) are ambiguous: they default to the contiguous layout.
+    if (d == 0 && min == strides[1]) return false;
+    min = strides[d];
+    if (sizes[d] > 1) min *= sizes[d];
+  }
+  return true;
+}
+}  // namespace
+
+MemoryFormat suggest_memory_format(const int64_t* sizes, const int64_t* strides, int ndim) {
+  const int order4[] = {1, 3, 2, 0}, order5[] = {1, 4, 3, 2, 0};
+  if (ndim == 4 && strides_like_channels_last(sizes, strides, order4, 4)) return MemoryFormat::ChannelsLast;
+  if (ndim == 5 && strides_like_channels_last(sizes, strides, order5, 5)) return MemoryFormat::ChannelsLast3d;
+  return MemoryFormat::Contiguous;
+}
+
 bool memory_format_strides(const int64_t* sizes, int ndim, MemoryFormat format, int64_t* out) {
   if (format == MemoryFormat::Contiguous || format == MemoryFormat::Preserve) {
     contiguous_strides(sizes, ndim, out);
@@ -71,10 +95,11 @@ bool memory_format_strides(const int64_t* sizes, int ndim, MemoryFormat format, 
   // innermost first: C, then the spatial dims from last to first, then N
   const int order4[] = {1, 3, 2, 0}, order5[] = {1, 4, 3, 2, 0};
   const int* order = ndim == 4 ? order4 : order5;
+  // PyTorch's get_channels_last_strides_{2d,3d}: raw sizes, so a size-0 dim gives stride 0 outside it.
   int64_t running = 1;
   for (int i = 0; i < ndim; ++i) {
     out[order[i]] = running;
-    running *= std::max<int64_t>(sizes[order[i]], 1);
+    running *= sizes[order[i]];
   }
   return true;
 }

@@ -229,8 +229,8 @@ Tensor reshape(const Tensor& self, IntList shape) {
 
 Tensor flatten(const Tensor& self, int64_t start_dim, int64_t end_dim) {
   const int n = self.ndim();
-  if (n == 0) return reshape(self, std::vector<int64_t>{1});
   const int64_t s = wrap_dim(start_dim, n, "flatten()"), e = wrap_dim(end_dim, n, "flatten()");
+  if (n == 0) return reshape(self, std::vector<int64_t>{1});
   ST_CHECK(s <= e, Value, "flatten(): start_dim (", s, ") must not come after end_dim (", e, ")");
   if (s == e) return remake(self, self.dims(), self.storage_offset(), "flatten");
   std::vector<int64_t> shape;

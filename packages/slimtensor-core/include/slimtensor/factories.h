@@ -10,7 +10,8 @@ namespace slimtensor {
 // Uninitialized owning storage of exactly the bytes the strided layout needs (offset 0).
 SLIMTENSOR_API Tensor empty_strided(IntList sizes, IntList strides, ScalarType dtype, Device device);
 SLIMTENSOR_API Tensor empty(IntList sizes, ScalarType dtype, Device device);
-// Same sizes, dtype and device; dense layouts keep their strides (PyTorch's preserve_format).
+// Same sizes, dtype and device; dense layouts keep their strides, others get the layout PyTorch's
+// preserve_format suggests (channels_last when the strides look like it, else contiguous).
 SLIMTENSOR_API Tensor empty_like(const Tensor& other);
 SLIMTENSOR_API Tensor empty_like(const Tensor& other, ScalarType dtype, Device device);
 SLIMTENSOR_API Tensor full(IntList sizes, const Scalar& value, ScalarType dtype, Device device);

@@ -25,6 +25,7 @@ from ._dtypes import dtypes
 from ._interop import arange, asarray, from_numpy
 from ._devices import devices, memory_stats, set_num_threads
 from . import _plugins
+from ._plugins import load_plugins
 
 # Device plugins load lazily: on st.devices(), or when the core first meets an unknown device name.
 _plugins.install_autoload_hook(_C)

@@ -60,7 +60,10 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
     else:
         if copy is False and not isinstance(obj, bytes | bytearray | memoryview):
             raise ValueError("asarray(): copy=False but a Python object can only be converted with a copy")
-        arr = _python_default(obj, np.asarray(obj))
+        try:
+            arr = _python_default(obj, np.asarray(obj))
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(f"asarray(): cannot convert {type(obj).__name__} to a tensor: {exc}") from exc
         if arr.dtype == object:
             raise TypeError(f"asarray(): cannot convert an object of type {type(obj).__name__} to a tensor")
         # np.require keeps 0-d arrays 0-d (np.ascontiguousarray would make them 1-d).

@@ -37,9 +37,8 @@ def _numpy(self: Tensor) -> np.ndarray:
 
 def _array(self: Tensor, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
     if self.device.type != "cpu":
-        if copy is False:
-            raise ValueError(f"__array__(): the tensor is on {self.device}; a numpy array needs a copy")
-        return _array(self.cpu(), dtype, None)
+        # As torch: no silent device-to-host copies.
+        raise TypeError(f"__array__(): the tensor is on {self.device}; copy it to the host first with .cpu()")
     arr = _numpy(self)
     if dtype is not None and np.dtype(dtype) != arr.dtype:
         if copy is False:

@@ -13,7 +13,7 @@ def _info() -> int:
 
     import slimtensor as st
 
-    from . import _C
+    from . import _C, _plugins
 
     lines = [
         f"slimtensor {st.__version__}  (python {platform.python_version()}, numpy {numpy.__version__}, "
@@ -22,15 +22,13 @@ def _info() -> int:
         f"  cmake prefix:   {st.cmake_prefix()}  (find_package(slimtensor))",
         f"  plugin ABI:     {_C._PLUGIN_ABI[0]}.{_C._PLUGIN_ABI[1]}",
         f"  threads:        {st.get_num_threads()}",
-        f"  device autoload: {'off (SLIMTENSOR_DEVICE_AUTOLOAD=0)' if os.environ.get('SLIMTENSOR_DEVICE_AUTOLOAD') == '0' else 'on'}",
+        f"  device autoload: {'on' if _plugins.autoload_enabled() else 'off (SLIMTENSOR_DEVICE_AUTOLOAD)'}",
         "devices:",
     ]
     for d in st.devices():
         version = f" {d.plugin_version}" if d.plugin_version else ""
         state = f"available, {d.count} device(s)" if d.available else f"UNAVAILABLE: {d.reason}"
         lines.append(f"  {d.name:<10} code {d.code:<3} {state}  [{d.source}{version}]")
-    from . import _plugins
-
     records = _plugins.plugin_records()
     if records:
         lines.append("plugins (entry points 'slimtensor.devices'):")

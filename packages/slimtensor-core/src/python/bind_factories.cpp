@@ -101,7 +101,7 @@ void bind_factories(nb::module_& m) {
       Py_XDECREF(context);
       throw;
     }
-  }, nb::arg("ptr"), nb::arg("shape"), nb::arg("strides") = nb::none(), nb::kw_only(),
+  }, nb::arg("ptr"), nb::arg("shape"), nb::arg("strides") = nb::none(),
         nb::arg("dtype") = nb::none(), nb::arg("device") = nb::none(), nb::arg("storage_offset") = 0,
         nb::arg("owner") = nb::none(), nb::arg("read_only") = false,
         "A tensor over memory slimtensor does not own. `ptr` is the storage base; the view starts storage_offset "

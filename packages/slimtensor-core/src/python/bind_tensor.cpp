@@ -127,7 +127,7 @@ void bind_tensor(nb::module_& m) {
         int64_t d[kMaxDims];
         const int64_t n = to_int_list(dims, d, kMaxDims, "permute()");
         return permute(t, IntList(d, n));
-      }, nb::arg("dims"))
+      })
       .def("transpose", [](const Tensor& t, int64_t a, int64_t b) { return transpose(t, a, b); })
       .def("t", [](const Tensor& t) {
         ST_CHECK(t.ndim() <= 2, Runtime, "t(): expects a tensor with <= 2 dims but got ", t.ndim(), "; use .mT or "
@@ -147,7 +147,7 @@ void bind_tensor(nb::module_& m) {
         int64_t s[kMaxDims];
         const int64_t n = to_int_list(sizes, s, kMaxDims, "expand()");
         return expand(t, IntList(s, n));
-      }, nb::arg("sizes"))
+      })
       .def("reshape", [](const Tensor& t, nb::args shape) {
         int64_t s[kMaxDims];
         const int64_t n = to_int_list(shape, s, kMaxDims, "reshape()");
@@ -156,7 +156,7 @@ void bind_tensor(nb::module_& m) {
           return reshape(t, IntList(s, n));
         }
         return reshape(t, IntList(s, n));
-      }, nb::arg("shape"))
+      })
       .def("view", [](const Tensor& t, nb::args shape) {
         if (shape.size() == 1) {
           nb::handle only = shape[0];
@@ -167,13 +167,15 @@ void bind_tensor(nb::module_& m) {
         int64_t s[kMaxDims];
         const int64_t n = to_int_list(shape, s, kMaxDims, "view()");
         return view(t, IntList(s, n));
-      }, nb::arg("shape"))
+      })
       .def("flatten", [](const Tensor& t, int64_t start, int64_t end) { return flatten(t, start, end); },
            nb::arg("start_dim") = 0, nb::arg("end_dim") = -1)
       // --- copies ---
       .def("contiguous", [](nb::handle_t<Tensor> self, nb::handle format) -> nb::object {
         const Tensor& t = *nb::inst_ptr<Tensor>(self);
         const MemoryFormat f = to_format(format, MemoryFormat::Contiguous);
+        ST_CHECK(f != MemoryFormat::Preserve, Value, "contiguous(): memory_format=preserve_format is not allowed; "
+                 "use contiguous_format, channels_last or channels_last_3d");
         if (t.is_contiguous(f)) return nb::borrow(self);  // the tensor itself, as in PyTorch
         Tensor out;
         {
@@ -201,7 +203,7 @@ void bind_tensor(nb::module_& m) {
           fill_(t, s);
         }
         return nb::borrow(self);
-      })
+      }, nb::arg("value").none())
       .def("zero_", [](nb::handle_t<Tensor> self) {
         const Tensor& t = *nb::inst_ptr<Tensor>(self);
         if (t.nbytes() >= kReleaseGilBytes) {

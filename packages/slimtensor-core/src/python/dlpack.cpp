@@ -274,7 +274,9 @@ void bind_dlpack(nb::module_& m, nb::class_<Tensor>& cls) {
           "Exports a DLPack capsule (versioned when max_version >= (1, 0)). The tensor stays alive while the "
           "capsule or its consumer holds it.");
   cls.def("__dlpack_device__", [](const Tensor& t) {
-    return nb::make_tuple(dl_device_type(t.device()), static_cast<int>(t.device().index));
+    const int32_t code = dl_device_type(t.device());
+    if (code == 0) buffer_error("__dlpack_device__(): device " + device_string(t.device()) + " has no DLPack device code");
+    return nb::make_tuple(code, static_cast<int>(t.device().index));
   });
   m.def("from_dlpack", &from_dlpack, nb::arg("obj"),
         "A tensor sharing the memory of any DLPack producer (an object with __dlpack__, or a capsule).");

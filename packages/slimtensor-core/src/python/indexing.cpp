@@ -1,4 +1,6 @@
 // indexing.cpp: t[...] and t[...] = value with basic indexing (ints, slices, None, Ellipsis): views only.
+#include <nanobind/stl/string.h>
+
 #include <algorithm>
 #include <string>
 
@@ -98,7 +100,7 @@ Tensor index(const Tensor& self, nb::handle key) {
 }  // namespace
 
 void bind_indexing(nb::class_<Tensor>& cls) {
-  cls.def("__getitem__", [](const Tensor& t, nb::handle key) { return index(t, key); });
+  cls.def("__getitem__", [](const Tensor& t, nb::handle key) { return index(t, key); }, nb::arg("key").none());
   cls.def("__setitem__", [](const Tensor& t, nb::handle key, nb::handle value) {
     const Tensor target = index(t, key);
     if (Tensor* src; nb::try_cast<Tensor*>(value, src) && src) {
@@ -113,7 +115,7 @@ void bind_indexing(nb::class_<Tensor>& cls) {
     // Anything array-like: convert (a copy) and copy in, broadcasting.
     nb::object converted = nb::module_::import_("slimtensor").attr("asarray")(value);
     copy_(target, nb::cast<const Tensor&>(converted));
-  });
+  }, nb::arg("key").none(), nb::arg("value").none());
 }
 
 }  // namespace slimtensor::python

@@ -123,19 +123,27 @@ NB_MODULE(_C, m) {
     return e.name;
   }, nb::arg("capsule"), nb::arg("source"));
   m.def("_set_device_autoload_hook", [](nb::object hook) {
+    // The Python callable lives in a raw slot touched only with the GIL held; the C++ hook captures
+    // nothing, so copying it (find_device does, without the GIL) never touches a Python refcount.
+    static PyObject* g_hook = nullptr;
+    Py_XDECREF(g_hook);
+    g_hook = nullptr;
     if (hook.is_none()) {
       set_device_autoload_hook(nullptr);
       return;
     }
-    set_device_autoload_hook([hook]() {
+    g_hook = hook.release().ptr();
+    set_device_autoload_hook([]() {
       nb::gil_scoped_acquire gil;
+      if (!g_hook) return;
+      nb::object callable = nb::borrow(g_hook);
       try {
-        hook();
+        callable();
       } catch (nb::python_error& e) {
         e.discard_as_unraisable("slimtensor device autoload");
       }
     });
-  });
+  }, nb::arg("hook").none());
   m.def("_devices", []() {
     nb::list out;
     for (const DeviceEntry* e : registered_devices()) {

@@ -12,11 +12,12 @@
  *     double (floats; float16/bfloat16 widened exactly) or a (double, double) pair (complex);
  *   - integer -> integer wraps; integer -> float rounds once;
  *   - float -> integer truncates toward zero; NaN and out-of-range values give the x86 "integer
- *     indefinite": through int32 for types up to 32 bits except uint32, through int64 otherwise, with
- *     uint64 taking values in [0, 2^64) directly;
+ *     indefinite": through int32 for int32 and (from float16/bfloat16/float32) 8- and 16-bit types,
+ *     through int64 otherwise (float64 sources, uint32, int64), uint64 taking [0, 2^64) directly;
  *   - anything -> bool is "!= 0" (NaN is true; a complex is true if either part is);
  *   - float16/bfloat16 are rounded from float32 (float64 goes through float32, as in PyTorch), to nearest
- *     even, keeping subnormals; NaN becomes 0x7E00 (float16, sign kept) or 0xFFFF (bfloat16);
+ *     even, keeping subnormals; float16 NaNs keep sign and payload and become quiet (both ways);
+ *     bfloat16 NaN is 0xFFFF from float32/float64 and 0x7FC0 from any other source;
  *   - complex -> real keeps the real part; real -> complex has imaginary part 0.
  * float8 types are not converted (the core refuses those conversions before asking a device). */
 typedef enum { K_NONE, K_SIGNED, K_UNSIGNED, K_FLOAT, K_COMPLEX } kind_t;
@@ -26,6 +27,8 @@ typedef struct value {
   int64_t i;
   uint64_t u;
   double re, im;
+  int wide;     /* a float64/complex128 source: float -> small integer goes through int64 */
+  int vector_nan; /* a float32/float64 source: its bfloat16 NaN is 0xFFFF, not 0x7FC0 */
 } value;
 
 enum {
@@ -51,7 +54,7 @@ static float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
 static float f16_to_f32(uint16_t h) {
   const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, frac = h & 0x3FFu;
-  if (exp == 0x1F) return bits_f32(sign | 0x7F800000u | (frac << 13));
+  if (exp == 0x1F) return bits_f32(sign | 0x7F800000u | (frac << 13) | (frac ? 0x00400000u : 0u)); /* quiet */
   if (exp == 0) {
     const float v = (float)frac * 5.9604644775390625e-8f; /* frac * 2^-24, exact */
     return sign ? -v : v;
@@ -61,7 +64,7 @@ static float f16_to_f32(uint16_t h) {
 
 static uint16_t f32_to_f16(float f) {
   const uint32_t x = f32_bits(f), sign = (x >> 16) & 0x8000u, a = x & 0x7FFFFFFFu;
-  if (a > 0x7F800000u) return (uint16_t)(sign | 0x7E00u);        /* NaN */
+  if (a > 0x7F800000u) return (uint16_t)(sign | 0x7E00u | ((a >> 13) & 0x3FFu)); /* quiet NaN, payload kept */
   const int e = (int)(a >> 23) - 127;                              /* unbiased exponent */
   if (e > 15) return (uint16_t)(sign | 0x7C00u);                   /* >= 65536 (and inf): infinity */
   if (e < -25) return (uint16_t)sign;                              /* below half the smallest subnormal */
@@ -79,9 +82,9 @@ static uint16_t f32_to_f16(float f) {
 
 static float bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
 
-static uint16_t f32_to_bf16(float f) {
+static uint16_t f32_to_bf16(float f, int vector_nan) {
   const uint32_t u = f32_bits(f);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0xFFFF;              /* NaN */
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return vector_nan ? 0xFFFF : 0x7FC0; /* NaN */
   return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);       /* round to nearest even */
 }
 
@@ -95,7 +98,7 @@ DEFINE_READ(float) DEFINE_READ(double)
 #define READ(T, p) read_##T(p)
 
 static value load(int32_t code, const void* p) {
-  value v = {kind_of(code), 0, 0, 0.0, 0.0};
+  value v = {kind_of(code), 0, 0, 0.0, 0.0, code == F64 || code == C128, code == F32 || code == F64};
   switch (code) {
     case I8: v.i = READ(int8_t, p); break;
     case I16: v.i = READ(int16_t, p); break;
@@ -131,7 +134,9 @@ static uint64_t as_int_bits(int32_t code, value v) {
   if (v.kind == K_SIGNED) return (uint64_t)v.i;
   if (v.kind == K_UNSIGNED) return v.u;
   switch (code) {
-    case I8: case I16: case I32: case U8: case U16: return (uint64_t)(int64_t)truncate_i32(v.re);
+    case I32: return (uint64_t)(int64_t)truncate_i32(v.re);
+    case I8: case I16: case U8: case U16:
+      return v.wide ? (uint64_t)truncate_i64(v.re) : (uint64_t)(int64_t)truncate_i32(v.re);
     case U64:
       if (v.re >= 0 && v.re < 18446744073709551616.0) return (uint64_t)v.re;
       return (uint64_t)truncate_i64(v.re);
@@ -165,7 +170,7 @@ static void store(int32_t code, void* p, value v) {
       break;
     }
     case F16: WRITE(uint16_t, p, f32_to_f16(as_float(v))); break;
-    case BF16: WRITE(uint16_t, p, f32_to_bf16(as_float(v))); break;
+    case BF16: WRITE(uint16_t, p, f32_to_bf16(as_float(v), v.vector_nan)); break;
     case F32: WRITE(float, p, as_float(v)); break;
     case F64: WRITE(double, p, as_double(v)); break;
     case C32:
@@ -182,7 +187,7 @@ void hostdev_convert(int32_t dst_code, void* dst, int32_t src_code, const void* 
   /* float32 <-> float16/bfloat16 directly: a signalling NaN must not be quieted by a trip through double. */
   if (src_code == F32 && (dst_code == F16 || dst_code == BF16)) {
     const float f = READ(float, src);
-    WRITE(uint16_t, dst, dst_code == F16 ? f32_to_f16(f) : f32_to_bf16(f));
+    WRITE(uint16_t, dst, dst_code == F16 ? f32_to_f16(f) : f32_to_bf16(f, 1));
   } else if (dst_code == F32 && (src_code == F16 || src_code == BF16)) {
     const uint16_t h = READ(uint16_t, src);
     WRITE(float, dst, src_code == F16 ? f16_to_f32(h) : bf16_to_f32(h));
