@@ -20,23 +20,10 @@ inline __m128i to_bf16(__m256 v) {
   r = _mm256_or_si256(r, _mm256_and_si256(nan, _mm256_set1_epi32(0xFFFF)));
   return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
 }
-// F16C rounds as half_bits.h does; NaN lanes are then made sign | 0x7E00 and the quiet bit vcvtph2ps sets
-// is put back to the source's, as Note [Reduced-precision rounding] says (see copy_avx512.cpp).
-inline __m128i to_f16(__m256 v) {
-  const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m256i nan32 = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-  const __m128i nan = _mm_packs_epi32(_mm256_castsi256_si128(nan32), _mm256_extracti128_si256(nan32, 1));
-  const __m128i canon = _mm_or_si128(_mm_and_si128(h, _mm_set1_epi16(static_cast<short>(0x8000))), _mm_set1_epi16(0x7E00));
-  return _mm_blendv_epi8(h, canon, nan);
-}
+// F16C converts as half_bits.h does, NaN payloads and quiet bit included (see copy_avx512.cpp).
+inline __m128i to_f16(__m256 v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 inline __m256 from_bf16(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
-inline __m256 from_f16(__m128i h) {
-  const __m256 f = _mm256_cvtph_ps(h);
-  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q));
-  const __m256i quiet = _mm256_slli_epi32(_mm256_and_si256(_mm256_cvtepu16_epi32(h), _mm256_set1_epi32(0x200)), 13);
-  const __m256i fixed = _mm256_or_si256(_mm256_andnot_si256(_mm256_set1_epi32(0x400000), _mm256_castps_si256(f)), quiet);
-  return _mm256_castsi256_ps(_mm256_blendv_epi8(_mm256_castps_si256(f), fixed, nan));
-}
+inline __m256 from_f16(__m128i h) { return _mm256_cvtph_ps(h); }
 inline bool aligned32(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 31) == 0; }
 
 void copy_bytes(void* dst_, const void* src_, size_t bytes, bool stream) {

@@ -23,24 +23,11 @@ inline __m512i bf16_bits(__m512 v) {
   return _mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0xFFFF));
 }
 inline __m256i to_bf16(__m512 v) { return _mm512_cvtepi32_epi16(bf16_bits(v)); }
-// vcvtps2ph rounds to nearest even and keeps denormals, as half_bits.h's float_to_f16; it keeps the top
-// NaN payload bits, which Note [Reduced-precision rounding] replaces by sign | 0x7E00.
-inline __m256i to_f16(__m512 v) {
-  const __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-  const __m256i canon = _mm256_or_si256(_mm256_and_si256(h, _mm256_set1_epi16(static_cast<short>(0x8000))),
-                                        _mm256_set1_epi16(0x7E00));
-  return _mm256_mask_mov_epi16(h, nan, canon);
-}
-// vcvtph2ps sets the quiet bit of a NaN; half_bits.h's f16_to_float keeps the payload as it is.
-inline __m512 from_f16(__m256i h) {
-  const __m512 f = _mm512_cvtph_ps(h);
-  const __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
-  const __m512i quiet = _mm512_slli_epi32(_mm512_and_si512(_mm512_cvtepu16_epi32(h), _mm512_set1_epi32(0x200)), 13);
-  const __m512i fixed = _mm512_or_si512(_mm512_andnot_si512(_mm512_set1_epi32(0x400000), _mm512_castps_si512(f)), quiet);
-  return _mm512_castsi512_ps(_mm512_mask_mov_epi32(_mm512_castps_si512(f), nan, fixed));
-}
-
+// vcvtps2ph / vcvtph2ps: round to nearest even, keep denormals, and keep a NaN's sign and payload while
+// setting its quiet bit, exactly as half_bits.h's float_to_f16 / f16_to_float (Note [Reduced-precision
+// rounding]: PyTorch's CPU copies use these instructions).
+inline __m256i to_f16(__m512 v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+inline __m512 from_f16(__m256i h) { return _mm512_cvtph_ps(h); }
 inline __mmask16 low_mask16(int64_t n) { return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1); }
 inline __mmask8 low_mask8(int64_t n) { return n >= 8 ? static_cast<__mmask8>(0xFF) : static_cast<__mmask8>((1u << n) - 1); }
 inline bool aligned64(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 63) == 0; }
