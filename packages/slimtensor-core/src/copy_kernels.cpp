@@ -302,7 +302,7 @@ struct Executor {
   const CpuCopyPlan& p;
   RunFn fn;
   ConvertFn fast;  // the ISA kernel for rows dense on both sides, or null
-  bool same;
+  bool same;  // same dtype and not bool: dense rows are moved with memcpy
   int64_t src_size, dst_size;
   int tile_dim;  // a dim (not the innermost) along which src is dense, for 2-D tiling; -1 if none
 
@@ -432,7 +432,8 @@ void run_cpu_copy(const CpuCopyPlan& p) {
   RunFn fn = same ? (p.src_type == ScalarType::Bool ? convert_run<uint8_t, bool> : raw_fn(src_size))
                   : run_fn(p.src_type, p.dst_type);
   ST_CHECK(fn != nullptr, Runtime, "copy_(): no conversion from ", name(p.src_type), " to ", name(p.dst_type));
-  Executor ex{p, fn, fast, same, src_size, dst_size, transposed ? last - 1 : -1};
+  const bool raw_rows = same && p.src_type != ScalarType::Bool;  // rows moved with memcpy (not bool: see above)
+  Executor ex{p, fn, fast, raw_rows, src_size, dst_size, transposed ? last - 1 : -1};
   const int64_t outer = p.sizes[0];
   const int64_t grain = std::max<int64_t>(1, outer * kParallelBytes / std::max<int64_t>(bytes, 1));
   parallel_for(outer, grain, [&](int64_t lo, int64_t hi) { ex.inner(p.src, p.dst, 0, lo, hi); });
