@@ -5,6 +5,7 @@
 //       packages/slimtensor-core/src/kernels/copy_avx512.cpp packages/slimtensor-core/src/kernels/copy_avx2.cpp \
 //       -o /tmp/copy_kernels_bench   (add the per-file -mavx512*/-mavx2 flags of CMakeLists.txt: see make_bench.sh)
 // Run: /tmp/copy_kernels_bench [avx512|avx2] [MiB=64] [repeats=7]
+// Environment: NO_HUGEPAGES=1 (no madvise(MADV_HUGEPAGE) on the buffers), NO_STREAM=1 (ordinary stores).
 // Prints GB/s (bytes read + written, 1 GB = 1e9 B) as best / median over the repeats, one thread, for the
 // shapes of the baselines: a contiguous copy, the four strided layouts, and float32 -> bfloat16.
 #include <sys/mman.h>
@@ -61,7 +62,8 @@ int main(int argc, char** argv) {
   int64_t hw = n / (nb * c);
   char* src = alloc(bytes);
   char* dst = alloc(bytes);
-  const bool stream = 2 * bytes >= (size_t{24} << 20);
+  const bool no_stream = std::getenv("NO_STREAM") != nullptr;  // compare with ordinary stores
+  const bool stream = !no_stream && 2 * bytes >= (size_t{24} << 20);
   std::printf("kernels %s, %lld MiB, %d repeats, stream=%d\n", k->name, static_cast<long long>(mib), repeats, stream);
   const double t = 2.0 * bytes;
   report("memcpy", t, repeats, [&] { std::memcpy(dst, src, bytes); });
@@ -80,7 +82,7 @@ int main(int argc, char** argv) {
       k->transpose_32bit(src + b * c * hw * 4, c * 4, dst + b * c * hw * 4, hw * 4, c, hw, stream);
   });
   const double tb = 6.0 * n;
-  const bool stream_bf = 6 * n >= (int64_t{24} << 20);
+  const bool stream_bf = !no_stream && 6 * n >= (int64_t{24} << 20);
   report("f32->bf16 c2c", tb, repeats, [&] { k->f32_to_bf16(src, dst, n, stream_bf); });
   report("f32->bf16 t2c", tb, repeats,
          [&] { k->transpose_f32_to_bf16(src, side * 4, dst, side * 2, side, side, stream_bf); });

@@ -91,3 +91,18 @@ def compare_table(changes: dict, metric_of: dict) -> str:
     lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
     lines.append("change: old median / new median of slimtensor (> 1: the new run is faster, or smaller)")
     return "\n".join(lines)
+
+
+def markdown(results: dict, ids: list[str] | None = None) -> str:
+    """A markdown table of the cases (all, or `ids` in that order): each library's median and the ratios."""
+    by_id = {c["id"]: c for c in results["cases"]}
+    chosen = [by_id[i] for i in ids if i in by_id] if ids is not None else list(results["cases"])
+    lines = ["| case | slimtensor | numpy | torch | vs numpy | vs torch |", "|---|---:|---:|---:|---:|---:|"]
+    for case in chosen:
+        if case.get("skipped"):
+            lines.append(f"| `{case['id']}` | skipped: {case['skipped']} | | | | |")
+            continue
+        cells = [fmt_value(case, case["results"].get(lib, {"skipped": ""})) for lib in LIBS]
+        rat = [f"{case['ratios'][p]:.2f}x" if p in case["ratios"] else "-" for p in ("numpy", "torch")]
+        lines.append(f"| `{case['id']}` | " + " | ".join(cells + rat) + " |")
+    return "\n".join(lines)
