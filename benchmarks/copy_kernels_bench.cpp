@@ -5,7 +5,9 @@
 //       packages/slimtensor-core/src/kernels/copy_avx512.cpp packages/slimtensor-core/src/kernels/copy_avx2.cpp \
 //       -o /tmp/copy_kernels_bench   (add the per-file -mavx512*/-mavx2 flags of CMakeLists.txt: see make_bench.sh)
 // Run: /tmp/copy_kernels_bench [avx512|avx2] [MiB=64] [repeats=7]
-// Environment: NO_HUGEPAGES=1 (no madvise(MADV_HUGEPAGE) on the buffers), NO_STREAM=1 (ordinary stores).
+// Environment: NO_HUGEPAGES=1 (no madvise(MADV_HUGEPAGE) on the buffers), NO_STREAM=1 (ordinary stores),
+// OFFSET=n (buffers start n bytes past a 2 MiB boundary; numpy's large arrays sit at 16; SRC_OFFSET and
+// DST_OFFSET set one side).
 // Prints GB/s (bytes read + written, 1 GB = 1e9 B) as best / median over the repeats, one thread, for the
 // shapes of the baselines: a contiguous copy, the four strided layouts, and float32 -> bfloat16.
 #include <sys/mman.h>
@@ -24,12 +26,15 @@
 
 using slimtensor::CopyKernels;
 
-static char* alloc(size_t bytes) {
+static char* alloc(size_t bytes, const char* offset_env) {
   void* p = nullptr;
   if (posix_memalign(&p, 2 << 20, bytes) != 0) std::exit(1);
   if (std::getenv("NO_HUGEPAGES") == nullptr) madvise(p, bytes, MADV_HUGEPAGE);
   std::memset(p, 1, bytes);  // pre-fault
-  return static_cast<char*>(p);
+  // OFFSET=16 mimics numpy's large arrays (glibc's mmap chunks start 16 bytes into a page).
+  const char* off = std::getenv(offset_env);
+  if (off == nullptr) off = std::getenv("OFFSET");
+  return static_cast<char*>(p) + (off ? std::atoi(off) : 0);
 }
 
 static void report(const char* name, double traffic, int repeats, const std::function<void()>& body) {
@@ -60,8 +65,8 @@ int main(int argc, char** argv) {
   // NCHW with C = 64 and H = W: 64 MiB -> 16 x 64 x 128 x 128 (as the baselines)
   const int64_t nb = mib >= 1024 ? 16 : mib >= 64 ? 16 : 4, c = 64;
   int64_t hw = n / (nb * c);
-  char* src = alloc(bytes);
-  char* dst = alloc(bytes);
+  char* src = alloc(bytes + 4096, "SRC_OFFSET");
+  char* dst = alloc(bytes + 4096, "DST_OFFSET");
   const bool no_stream = std::getenv("NO_STREAM") != nullptr;  // compare with ordinary stores
   const bool stream = !no_stream && 2 * bytes >= (size_t{24} << 20);
   std::printf("kernels %s, %lld MiB, %d repeats, stream=%d\n", k->name, static_cast<long long>(mib), repeats, stream);

@@ -28,6 +28,9 @@ LAYOUTS = {
     "c2p_2x19x6x3": ((2, 6, 3, 19), "to_nchw", (2, 6, 3, 19)),
     "broadcast_row": ((1, 33), "same", (17, 33)),
     "slice_step2": ((40, 66), "step2", (20, 33)),
+    # 64x64 transposed, both sides a few elements past their buffer's start: the kernels' aligned split
+    # (Note [Aligned transpose tiles]) cuts edge strips off.
+    "t2c_offset_64x64": ((64 * 64 + 5,), "offset", (64, 64)),
 }
 
 
@@ -67,6 +70,10 @@ def run_case(lib, src_dtype: str, dst_dtype: str, layout: str) -> np.ndarray:
         n, h, w, c = shape
         dst = _make(lib, (n, c, h, w), dst_dtype)
         dst.permute(0, 2, 3, 1).copy_(src)
+    elif how == "offset":
+        whole = _make(lib, (64 * 64 + 3,), dst_dtype)
+        dst = whole.as_strided((64, 64), (64, 1), 3)
+        dst.copy_(src.as_strided((64, 64), (1, 64), 5))
     else:
         view = {"T": lambda t: t.T, "nhwc": lambda t: t.permute(0, 2, 3, 1), "step2": lambda t: t[::2, ::2]}.get(
             how, lambda t: t
@@ -89,6 +96,7 @@ def nan_positions(src_dtype: str, layout: str) -> np.ndarray:
         "to_nchw": lambda a: a.transpose(0, 3, 1, 2),
         "step2": lambda a: a[::2, ::2],
         "same": lambda a: np.broadcast_to(a, dst_shape),
+        "offset": lambda a: a[5:].reshape(64, 64).T,
     }[how](nan)
     return np.ascontiguousarray(view).reshape(-1)
 

@@ -235,8 +235,8 @@ constexpr int64_t kNearRowBytes = 512;
 constexpr int64_t kFarPrefetchElems = 64;
 
 template <class Store>
-void transpose_tiles(const char* src, int64_t src_row, char* dst, int64_t dst_row, int64_t rows, int64_t cols,
-                     Store store) {
+void transpose_rect(const char* src, int64_t src_row, char* dst, int64_t dst_row, int64_t rows, int64_t cols,
+                    const Store& store) {
   if (src_row > kNearRowBytes) {
     for (int64_t j0 = 0; j0 < cols; j0 += 32) {
       const int64_t nj0 = cols - j0 < 16 ? cols - j0 : 16;
@@ -267,7 +267,39 @@ void transpose_tiles(const char* src, int64_t src_row, char* dst, int64_t dst_ro
   }
 }
 
+// Elements before p is 64-byte aligned, when stepping `row` bytes keeps that alignment; else 0.
+inline int64_t head_elems(const void* p, int64_t row, int64_t elem, int64_t n) {
+  const int64_t mis = static_cast<int64_t>(reinterpret_cast<uintptr_t>(p) & 63);
+  if (mis == 0 || (row & 63) != 0 || mis % elem != 0) return 0;
+  const int64_t h = (64 - mis) / elem;
+  return h < n ? h : n;
+}
+
+// Note [Aligned transpose tiles]
+// numpy's large arrays (and many other buffers) start 16 bytes past a page boundary, so tiles counted from
+// the first element would load and store lines split across two cache lines, and float32 results could
+// never use streaming stores: 64 MiB 2-d transpose 8 GB/s instead of 28 (benchmarks/copy_kernels_bench.cpp,
+// OFFSET=16). So the rectangle is cut where the source rows and the destination rows reach 64-byte
+// alignment: thin edge strips (fewer than 16 rows or columns) and an aligned main part.
+template <class Store>
+void transpose_tiles(const char* src, int64_t src_row, char* dst, int64_t dst_row, int64_t rows, int64_t cols,
+                     Store store) {
+  const int64_t ih = head_elems(src, src_row, 4, rows);
+  const int64_t jh = head_elems(dst, dst_row, Store::kOut, cols);
+  for (int a = 0; a < 2; ++a) {
+    const int64_t i0 = a ? ih : 0, ni = a ? rows - ih : ih;
+    for (int b = 0; b < 2; ++b) {
+      const int64_t j0 = b ? jh : 0, nj = b ? cols - jh : jh;
+      if (ni > 0 && nj > 0) {
+        transpose_rect(src + i0 * 4 + j0 * src_row, src_row, dst + i0 * dst_row + j0 * Store::kOut, dst_row, ni, nj,
+                       store);
+      }
+    }
+  }
+}
+
 struct StoreF32 {
+  static constexpr int64_t kOut = 4;
   bool stream;
   void operator()(char* d, int64_t dst_row, int64_t j0, int64_t nj, int64_t ni, const __m512 r[16]) const {
     char* p = d + j0 * 4;
@@ -284,6 +316,7 @@ struct StoreF32 {
 
 template <__m256i (*Convert)(__m512)>
 struct StoreHalf {
+  static constexpr int64_t kOut = 2;
   void operator()(char* d, int64_t dst_row, int64_t j0, int64_t nj, int64_t ni, const __m512 r[16]) const {
     char* p = d + j0 * 2;
     if (nj == 16) {
