@@ -10,7 +10,8 @@
 // Note [Reduced-precision rounding]); tests/kernels/test_copy_isa.py checks each path against torch.
 //
 // Note [ISA kernel files are self-contained]
-// The files compiled with -mavx2 / -mavx512* include only <immintrin.h>, <cstdint> and <cstddef>, and
+// The files compiled with -mavx2 / -mavx512* include only <immintrin.h>, <cstdint>, <cstddef> (and <utility>
+// for std::integer_sequence, a type), and
 // keep all their helpers in an anonymous namespace: an inline function from a shared header instantiated
 // there could be emitted with AVX-512 instructions and then chosen by the linker for scalar callers.
 #pragma once
