@@ -27,6 +27,7 @@ help:
 	@echo "make stubs      regenerate the typing stubs of slimtensor._C"
 	@echo "make bench      run the full benchmark suite into benchmarks/results/"
 	@echo "make wheel      build the core wheel into dist/"
+	@echo "make browser-check  run notebook 01 in headless Chromium, screenshot to docs/images/"
 
 # --- system packages ------------------------------------------------------------------------------
 # The build needs a C++17 compiler. Installed with apt when we are root and it is missing; otherwise the
@@ -86,3 +87,14 @@ clean:
 
 distclean: clean
 	rm -rf $(LAB_VENV) $(TEST_VENV)
+
+# --- see the pictures in a real browser (not part of make test) -----------------------------------
+# Starts JupyterLab, opens notebook 01 in headless Chromium (Debian's chromium + chromium-driver, installed
+# with apt when we are root; never a downloaded browser), runs it, and saves docs/images/browser_check.png.
+.PHONY: browser-check
+browser-check: build-lab
+	@command -v chromedriver >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get update -q && apt-get install -y -q chromium chromium-driver; \
+	  else echo "make browser-check needs Chromium and its driver: run 'sudo apt-get install chromium chromium-driver' (Debian/Ubuntu)"; exit 1; fi; }
+	$(LAB_VENV)/bin/python -m pip install $(PIP_FLAGS) selenium
+	$(LAB_VENV)/bin/python tests/notebooks/browser_check.py --notebook notebooks/01_strides_and_views.ipynb --out docs/images/browser_check.png

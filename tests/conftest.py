@@ -24,7 +24,10 @@ def _load_torch():
         return None, f"torch is not importable ({type(exc).__name__}: {exc})"
     version = torch.__version__.split("+")[0]
     if version != TORCH_VERSION:
-        return None, f"the comparisons need torch=={TORCH_VERSION} exactly but torch {torch.__version__} is installed"
+        return (
+            None,
+            f"the comparisons need torch=={TORCH_VERSION} exactly but torch {torch.__version__} is installed",
+        )
     return torch, ""
 
 

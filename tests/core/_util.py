@@ -8,7 +8,6 @@ import re
 import ml_dtypes
 import numpy as np
 import pytest
-
 import slimtensor as st
 
 # Dtypes with values that numpy (plus ml_dtypes) can hold and slimtensor converts between.
@@ -69,7 +68,7 @@ def layout(t):
 
 @contextlib.contextmanager
 def raises_named(exc_type, function: str, *more: str):
-    """Expects ``exc_type`` with a message that names ``function`` (e.g. "as_strided()") and the other words."""
+    """Expects ``exc_type`` with a message naming ``function`` (e.g. "as_strided()") and the other words."""
     with pytest.raises(exc_type) as info:
         yield info
     message = str(info.value)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 import slimtensor as st
 
 from ._util import raises_named
@@ -56,8 +55,23 @@ def test_repr_is_torch_style():
 
 
 @pytest.mark.parametrize(
-    "text", ["", "gpu", "CUDA", " cpu", "cpu ", "cuda:", "cuda:x", "cuda:-1", "cuda:0:1", "cuda: 1", ":0",
-             "cuda:12345", "cpu:1", "cuda:1.5"]
+    "text",
+    [
+        "",
+        "gpu",
+        "CUDA",
+        " cpu",
+        "cpu ",
+        "cuda:",
+        "cuda:x",
+        "cuda:-1",
+        "cuda:0:1",
+        "cuda: 1",
+        ":0",
+        "cuda:12345",
+        "cpu:1",
+        "cuda:1.5",
+    ],
 )
 def test_bad_strings(text):
     with raises_named(ValueError, "Device()"):
@@ -124,8 +138,17 @@ def test_num_threads_round_trip():
     assert st.get_num_threads() == old
 
 
-@pytest.mark.parametrize("bad,exc", [(0, ValueError), (-1, ValueError), (10**9, ValueError), (1.5, TypeError),
-                                     (True, TypeError), ("2", TypeError)])
+@pytest.mark.parametrize(
+    "bad,exc",
+    [
+        (0, ValueError),
+        (-1, ValueError),
+        (10**9, ValueError),
+        (1.5, TypeError),
+        (True, TypeError),
+        ("2", TypeError),
+    ],
+)
 def test_num_threads_bad(bad, exc):
     old = st.get_num_threads()
     with raises_named(exc, "set_num_threads()"):

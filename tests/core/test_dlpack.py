@@ -10,7 +10,6 @@ import gc
 import ml_dtypes
 import numpy as np
 import pytest
-
 import slimtensor as st
 
 from ._util import raises_named, to_np
@@ -26,9 +25,15 @@ class DLDataType(ctypes.Structure):
 
 
 class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32), ("dtype", DLDataType),
-                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
-                ("byte_offset", ctypes.c_uint64)]
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
 
 
 DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
@@ -43,8 +48,13 @@ class DLPackVersion(ctypes.Structure):
 
 
 class DLManagedTensorVersioned(ctypes.Structure):
-    _fields_ = [("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p), ("deleter", DELETER),
-                ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+    _fields_ = [
+        ("version", DLPackVersion),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", DELETER),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", DLTensor),
+    ]
 
 
 FLAG_READ_ONLY, FLAG_IS_COPIED = 1, 2
@@ -62,8 +72,20 @@ _PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 class HandMade:
     """A DLPack capsule over a numpy array's memory, with a deleter that counts its calls."""
 
-    def __init__(self, array, shape, strides=None, byte_offset=0, dtype=(2, 32, 1), device=(1, 0),
-                 versioned=False, flags=0, version=(1, 1), ndim=None, data=-1):
+    def __init__(
+        self,
+        array,
+        shape,
+        strides=None,
+        byte_offset=0,
+        dtype=(2, 32, 1),
+        device=(1, 0),
+        versioned=False,
+        flags=0,
+        version=(1, 1),
+        ndim=None,
+        data=-1,
+    ):
         self.array = array
         self.calls = 0
         self.shape = (ctypes.c_int64 * max(len(shape), 1))(*shape)
@@ -109,9 +131,15 @@ def test_capsule_kinds():
 @pytest.mark.parametrize("max_version", [None, (0, 8), (1, 0), (1, 1), (2, 0)])
 @pytest.mark.parametrize(
     "make",
-    [lambda: st.arange(12, dtype=st.float32).reshape(3, 4), lambda: st.arange(12, dtype=st.int16).reshape(3, 4).t(),
-     lambda: st.arange(30, dtype=st.float64).reshape(5, 6)[1:, ::2], lambda: st.zeros(0, 3),
-     lambda: st.full((), 4, dtype=st.uint8), lambda: st.arange(3).expand(2, 3), lambda: st.arange(40)[5:]],
+    [
+        lambda: st.arange(12, dtype=st.float32).reshape(3, 4),
+        lambda: st.arange(12, dtype=st.int16).reshape(3, 4).t(),
+        lambda: st.arange(30, dtype=st.float64).reshape(5, 6)[1:, ::2],
+        lambda: st.zeros(0, 3),
+        lambda: st.full((), 4, dtype=st.uint8),
+        lambda: st.arange(3).expand(2, 3),
+        lambda: st.arange(40)[5:],
+    ],
     ids=["c", "t", "slice", "empty", "0d", "expand", "offset"],
 )
 def test_round_trip_shares_memory(make, max_version):
@@ -121,7 +149,9 @@ def test_round_trip_shares_memory(make, max_version):
     assert u.shape == t.shape and u.dtype is t.dtype
     if t.numel():
         assert u.data_ptr() == t.data_ptr()
-        assert [s for s, n in zip(u.stride(), u.shape) if n > 1] == [s for s, n in zip(t.stride(), t.shape) if n > 1]
+        assert [s for s, n in zip(u.stride(), u.shape, strict=False) if n > 1] == [
+            s for s, n in zip(t.stride(), t.shape, strict=False) if n > 1
+        ]
     np.testing.assert_array_equal(to_np(u), to_np(t))
     if t.numel() and not t._has_internal_overlap():
         u.fill_(7)
@@ -135,7 +165,7 @@ def test_from_dlpack_of_a_producer_object():
     assert u.storage().id != t.storage().id  # a borrowed storage that keeps the producer alive
     assert not u.storage().is_owning
     del t
-    gc.collect()
+    gc.collect(0)
     assert u.tolist() == [0, 1, 2, 3, 4]
 
 
@@ -144,7 +174,7 @@ def test_capsule_keeps_the_tensor_alive():
     capsule = t.__dlpack__(max_version=(1, 0))
     ptr = t.data_ptr()
     del t
-    gc.collect()
+    gc.collect(0)
     u = st.from_dlpack(capsule)
     assert u.data_ptr() == ptr and u.tolist() == [0, 1, 2, 3]
 
@@ -156,10 +186,10 @@ def test_unconsumed_capsule_frees_its_tensor():
     t = st.zeros(100)
     c1, c2 = t.__dlpack__(), t.__dlpack__(max_version=(1, 0))
     del t
-    gc.collect()
+    gc.collect(0)
     assert s2.memory_stats("cpu")["live_storages"] == before + 1
     del c1, c2
-    gc.collect()
+    gc.collect(0)
     assert s2.memory_stats("cpu")["live_storages"] == before
 
 
@@ -181,8 +211,26 @@ def test_numpy_legacy_capsule():
 
 
 @pytest.mark.needs_torch
-@pytest.mark.parametrize("name", ["float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16", "int32",
-                                  "int64", "bool", "complex64", "complex128", "uint16", "uint32", "uint64"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "float32",
+        "float64",
+        "float16",
+        "bfloat16",
+        "int8",
+        "uint8",
+        "int16",
+        "int32",
+        "int64",
+        "bool",
+        "complex64",
+        "complex128",
+        "uint16",
+        "uint32",
+        "uint64",
+    ],
+)
 def test_torch_both_ways(torch, name):
     tt = torch.arange(24).reshape(2, 3, 4).to(getattr(torch, name)).permute(2, 0, 1)[1:]
     s = st.from_dlpack(tt)
@@ -254,7 +302,11 @@ def test_exported_capsule_describes_the_view():
     dl = m.dl_tensor
     assert (dl.device.device_type, dl.device.device_id) == (1, 0)
     assert (dl.dtype.code, dl.dtype.bits, dl.dtype.lanes) == (0, 16, 1)
-    assert dl.ndim == 2 and [dl.shape[i] for i in range(2)] == [4, 2] and [dl.strides[i] for i in range(2)] == [6, 3]
+    assert (
+        dl.ndim == 2
+        and [dl.shape[i] for i in range(2)] == [4, 2]
+        and [dl.strides[i] for i in range(2)] == [6, 3]
+    )
     assert dl.data + dl.byte_offset == t.data_ptr()
 
 
@@ -272,10 +324,10 @@ def test_byte_offset_is_honoured(versioned):
     assert h.calls == 0
     v = t[1:]
     del t
-    gc.collect()
+    gc.collect(0)
     assert h.calls == 0  # the view still holds the memory
     del v
-    gc.collect()
+    gc.collect(0)
     assert h.calls == 1
 
 
@@ -287,7 +339,7 @@ def test_null_strides_mean_contiguous(versioned):
     assert t.stride() == (12, 4, 1) and t.is_contiguous()
     np.testing.assert_array_equal(t.numpy(), a.reshape(2, 3, 4))
     del t
-    gc.collect()
+    gc.collect(0)
     assert h.calls == 1
 
 
@@ -296,7 +348,7 @@ def test_size_zero_with_null_data():
     t = st.from_dlpack(h.capsule)
     assert t.shape == (0, 5) and t.numel() == 0
     del t
-    gc.collect()
+    gc.collect(0)
     assert h.calls == 1
 
 
@@ -306,7 +358,7 @@ def test_0d_capsule():
     t = st.from_dlpack(h.capsule)
     assert t.shape == () and t.item() == 3.5
     del t
-    gc.collect()
+    gc.collect(0)
     assert h.calls == 1
 
 
@@ -318,14 +370,22 @@ def test_versioned_read_only_flag_import():
     with pytest.raises(RuntimeError):
         t.fill_(1.0)
     del t
-    gc.collect()
+    gc.collect(0)
     assert h.calls == 1
 
 
 @pytest.mark.parametrize(
     "dtype,name",
-    [((0, 8, 1), "int8"), ((1, 16, 1), "uint16"), ((2, 16, 1), "float16"), ((4, 16, 1), "bfloat16"),
-     ((5, 64, 1), "complex64"), ((6, 8, 1), "bool"), ((10, 8, 1), "float8_e4m3fn"), ((12, 8, 1), "float8_e5m2")],
+    [
+        ((0, 8, 1), "int8"),
+        ((1, 16, 1), "uint16"),
+        ((2, 16, 1), "float16"),
+        ((4, 16, 1), "bfloat16"),
+        ((5, 64, 1), "complex64"),
+        ((6, 8, 1), "bool"),
+        ((10, 8, 1), "float8_e4m3fn"),
+        ((12, 8, 1), "float8_e5m2"),
+    ],
 )
 def test_dtype_codes(dtype, name):
     a = np.zeros(16, np.uint8)
@@ -333,14 +393,14 @@ def test_dtype_codes(dtype, name):
     t = st.from_dlpack(h.capsule)
     assert t.dtype is getattr(st, name)
     del t
-    gc.collect()
+    gc.collect(0)
     assert h.calls == 1
 
 
 def _refused(h, exc, *words):
     with raises_named(exc, "from_dlpack()", *words):
         st.from_dlpack(h.capsule)
-    gc.collect()
+    gc.collect(0)
     assert h.calls == 0, "a refused capsule still belongs to its producer: no deleter call"
     assert h.capsule_name() in ("dltensor", "dltensor_versioned"), "a refused capsule must not be marked used"
 
@@ -360,10 +420,26 @@ def test_unsupported_device_refused(device):
 
 @pytest.mark.parametrize(
     "shape,strides,ndim",
-    [((-1,), None, None), ((2, -3), None, None), ((2**40, 2**40), None, None), ((2**62,), None, None),
-     ((4,), (-1,), None), ((3, 2), (2**62, 1), None), ((2,), None, -1), ((2,), None, 65)],
-    ids=["negative", "negative2", "numel-overflow", "bytes-overflow", "negative-stride", "extent-overflow",
-         "ndim<0", "ndim>64"],
+    [
+        ((-1,), None, None),
+        ((2, -3), None, None),
+        ((2**40, 2**40), None, None),
+        ((2**62,), None, None),
+        ((4,), (-1,), None),
+        ((3, 2), (2**62, 1), None),
+        ((2,), None, -1),
+        ((2,), None, 65),
+    ],
+    ids=[
+        "negative",
+        "negative2",
+        "numel-overflow",
+        "bytes-overflow",
+        "negative-stride",
+        "extent-overflow",
+        "ndim<0",
+        "ndim>64",
+    ],
 )
 @pytest.mark.parametrize("versioned", [False, True])
 def test_absurd_shapes_refused(shape, strides, ndim, versioned):
@@ -387,7 +463,7 @@ def test_consumed_capsule_refused():
     with raises_named(ValueError, "from_dlpack()", "already consumed"):
         st.from_dlpack(h.capsule)
     del t
-    gc.collect()
+    gc.collect(0)
     assert h.calls == 1
     capsule = st.arange(3).__dlpack__(max_version=(1, 0))
     st.from_dlpack(capsule)
@@ -421,3 +497,76 @@ def test_bfloat16_reaches_numpy_through_numpy_not_dlpack():
     t = st.full((3,), 1.5, dtype=st.bfloat16)
     n = t.numpy()
     assert n.dtype == np.dtype(ml_dtypes.bfloat16) and n.astype(np.float32).tolist() == [1.5] * 3
+
+
+def test_misbehaving_producers():
+    class ReturnsInt:
+        def __dlpack__(self, **kw):
+            return 42
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    class Refuses:
+        def __dlpack__(self, **kw):
+            raise BufferError("no export today")
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with raises_named(TypeError, "from_dlpack()"):
+        st.from_dlpack(ReturnsInt())
+    with pytest.raises(BufferError, match="no export today"):
+        st.from_dlpack(Refuses())
+
+
+NULL_SHAPE = """
+import sys
+sys.path.insert(0, {root!r})
+import numpy as np, slimtensor as st
+from tests.core.test_dlpack import HandMade
+a = np.zeros(8, np.float32)
+for versioned in (False, True):
+    h = HandMade(a, (2,), None, versioned=versioned)
+    h.managed.dl_tensor.shape = None
+    try:
+        st.from_dlpack(h.capsule)
+        print("accepted")
+    except ValueError as exc:
+        print("refused", "from_dlpack()" in str(exc), h.calls, h.capsule_name())
+"""
+
+
+def test_null_shape_pointer_refused():
+    # got: the process dies with SIGSEGV (rc -11): import_managed() reads dl.shape[d] without a null check
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run(
+        [sys.executable, "-c", NULL_SHAPE.format(root=root)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, f"rc {proc.returncode}: {proc.stderr[-500:]}"
+    assert proc.stdout.split("\n")[:2] == ["refused True 0 dltensor", "refused True 0 dltensor_versioned"]
+
+
+def test_0d_capsule_with_null_shape():
+    a = np.array([2.5], np.float32)
+    h = HandMade(a, (), None)
+    h.managed.dl_tensor.shape = None
+    t = st.from_dlpack(h.capsule)
+    assert t.shape == () and t.item() == 2.5
+    del t
+    gc.collect(0)
+    assert h.calls == 1
+
+
+def test_cuda_host_memory_imports_as_cpu():
+    a = np.arange(4, dtype=np.float32)
+    h = HandMade(a, (4,), device=(3, 0))  # kDLCUDAHost: pinned host memory the CPU can read
+    t = st.from_dlpack(h.capsule)
+    assert t.device == st.Device("cpu") and t.tolist() == [0, 1, 2, 3]
+    del t
+    gc.collect(0)
+    assert h.calls == 1

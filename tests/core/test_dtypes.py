@@ -7,23 +7,46 @@ import pickle
 import ml_dtypes
 import numpy as np
 import pytest
-
 import slimtensor as st
 
 from ._util import NUMPY_DTYPES
 
 # c10::ScalarType codes and itemsizes (issue 2 lists them; the rest are c10's).
 C10 = {
-    "uint8": (0, 1), "int8": (1, 1), "int16": (2, 2), "int32": (3, 4), "int64": (4, 8), "float16": (5, 2),
-    "float32": (6, 4), "float64": (7, 8), "complex32": (8, 4), "complex64": (9, 8), "complex128": (10, 16),
-    "bool": (11, 1), "bfloat16": (15, 2), "float8_e5m2": (23, 1), "float8_e4m3fn": (24, 1),
-    "float8_e5m2fnuz": (25, 1), "float8_e4m3fnuz": (26, 1), "uint16": (27, 2), "uint32": (28, 4),
-    "uint64": (29, 8), "float8_e8m0fnu": (44, 1), "float4_e2m1fn_x2": (45, 1),
+    "uint8": (0, 1),
+    "int8": (1, 1),
+    "int16": (2, 2),
+    "int32": (3, 4),
+    "int64": (4, 8),
+    "float16": (5, 2),
+    "float32": (6, 4),
+    "float64": (7, 8),
+    "complex32": (8, 4),
+    "complex64": (9, 8),
+    "complex128": (10, 16),
+    "bool": (11, 1),
+    "bfloat16": (15, 2),
+    "float8_e5m2": (23, 1),
+    "float8_e4m3fn": (24, 1),
+    "float8_e5m2fnuz": (25, 1),
+    "float8_e4m3fnuz": (26, 1),
+    "uint16": (27, 2),
+    "uint32": (28, 4),
+    "uint64": (29, 8),
+    "float8_e8m0fnu": (44, 1),
+    "float4_e2m1fn_x2": (45, 1),
 }
 
 ALIASES = {
-    "half": "float16", "float": "float32", "double": "float64", "short": "int16", "int": "int32",
-    "long": "int64", "cfloat": "complex64", "cdouble": "complex128", "chalf": "complex32",
+    "half": "float16",
+    "float": "float32",
+    "double": "float64",
+    "short": "int16",
+    "int": "int32",
+    "long": "int64",
+    "cfloat": "complex64",
+    "cdouble": "complex128",
+    "chalf": "complex32",
 }
 
 

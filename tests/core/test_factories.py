@@ -6,10 +6,10 @@ import sys
 
 import numpy as np
 import pytest
-
 import slimtensor as st
 
 from ._util import CONVERTIBLE, NUMPY_DTYPES, raises_named, to_np
+
 
 def contiguous_strides(shape):
     """PyTorch's contiguous strides (size-0 and size-1 dims count as 1)."""
@@ -59,15 +59,26 @@ def test_zeros_is_all_zero_bits_even_after_reuse():
 
 @pytest.mark.parametrize(
     "value,dtype,expected_dtype",
-    [(3, None, "int64"), (3.5, None, "float32"), (True, None, "bool"), (1 + 2j, None, "complex64"),
-     (3, "float64", "float64"), (-1, "uint8", "uint8"), (2.75, "int32", "int32"), (0.1, "bfloat16", "bfloat16"),
-     (65504.0, "float16", "float16")],
+    [
+        (3, None, "int64"),
+        (3.5, None, "float32"),
+        (True, None, "bool"),
+        (1 + 2j, None, "complex64"),
+        (3, "float64", "float64"),
+        (-1, "uint8", "uint8"),
+        (2.75, "int32", "int32"),
+        (0.1, "bfloat16", "bfloat16"),
+        (65504.0, "float16", "float16"),
+    ],
 )
 def test_full(value, dtype, expected_dtype):
     t = st.full((2, 3), value, dtype=None if dtype is None else getattr(st, dtype))
     assert t.dtype is getattr(st, expected_dtype)
-    ref = np.full((2, 3), value).astype(NUMPY_DTYPES[expected_dtype]) if expected_dtype != "uint8" else np.full(
-        (2, 3), 255, np.uint8)
+    ref = (
+        np.full((2, 3), value).astype(NUMPY_DTYPES[expected_dtype])
+        if expected_dtype != "uint8"
+        else np.full((2, 3), 255, np.uint8)
+    )
     np.testing.assert_array_equal(to_np(t), ref)
 
 
@@ -79,19 +90,28 @@ def test_full_default_dtype_matches_torch(torch, value):
 
 @pytest.mark.parametrize(
     "shape,strides",
-    [((2, 3), (1, 2)), ((2, 3), (10, 2)), ((2, 0), (10, 2)), ((4,), (0,)), ((), ()), ((3, 1), (1, 99)),
-     ((2, 3, 4), (12, 1, 3))],
+    [
+        ((2, 3), (1, 2)),
+        ((2, 3), (10, 2)),
+        ((2, 0), (10, 2)),
+        ((4,), (0,)),
+        ((), ()),
+        ((3, 1), (1, 99)),
+        ((2, 3, 4), (12, 1, 3)),
+    ],
 )
 def test_empty_strided(shape, strides):
     t = st.empty_strided(shape, strides)
     assert t.shape == shape and t.stride() == strides and t.storage_offset() == 0
     numel = int(np.prod(shape, dtype=np.int64))
-    extent = 0 if numel == 0 else 1 + sum((s - 1) * d for s, d in zip(shape, strides))
+    extent = 0 if numel == 0 else 1 + sum((s - 1) * d for s, d in zip(shape, strides, strict=False))
     assert t.storage().nbytes == extent * 4
 
 
 @pytest.mark.needs_torch
-@pytest.mark.parametrize("shape,strides", [((2, 3), (1, 2)), ((2, 3), (10, 2)), ((2, 0), (10, 2)), ((3, 1), (1, 99))])
+@pytest.mark.parametrize(
+    "shape,strides", [((2, 3), (1, 2)), ((2, 3), (10, 2)), ((2, 0), (10, 2)), ((3, 1), (1, 99))]
+)
 def test_empty_strided_storage_size_matches_torch(torch, shape, strides):
     t, tt = st.empty_strided(shape, strides), torch.empty_strided(shape, strides)
     assert t.storage().nbytes == tt.untyped_storage().nbytes()
@@ -101,9 +121,15 @@ def test_empty_strided_storage_size_matches_torch(torch, shape, strides):
 @pytest.mark.needs_torch
 @pytest.mark.parametrize(
     "make",
-    [lambda m: m.empty(2, 3), lambda m: m.empty(2, 3).t(), lambda m: m.empty(4, 6)[:, ::2],
-     lambda m: m.empty(1, 3).expand(4, 3), lambda m: m.empty(2, 3, 4).permute(2, 0, 1),
-     lambda m: m.empty(2, 3, 4, 5).permute(0, 2, 3, 1), lambda m: m.empty(5)[1:]],
+    [
+        lambda m: m.empty(2, 3),
+        lambda m: m.empty(2, 3).t(),
+        lambda m: m.empty(4, 6)[:, ::2],
+        lambda m: m.empty(1, 3).expand(4, 3),
+        lambda m: m.empty(2, 3, 4).permute(2, 0, 1),
+        lambda m: m.empty(2, 3, 4, 5).permute(0, 2, 3, 1),
+        lambda m: m.empty(5)[1:],
+    ],
 )
 def test_empty_like_layout_matches_torch(torch, make):
     t, tt = st.empty_like(make(st)), torch.empty_like(make(torch))
@@ -148,8 +174,18 @@ def test_storage_use_count_counts_views():
 
 @pytest.mark.parametrize(
     "args,kwargs",
-    [((5,), {}), ((1, 10, 3), {}), ((5, 0, -2), {}), ((0, 0), {}), ((3, 1), {}), ((0.0, 1.0, 0.25), {}),
-     ((-3, 3), {"dtype": "float64"}), ((10,), {"dtype": "int8"}), ((0.5, 3), {}), ((1, 2.5, 0.5), {})],
+    [
+        ((5,), {}),
+        ((1, 10, 3), {}),
+        ((5, 0, -2), {}),
+        ((0, 0), {}),
+        ((3, 1), {}),
+        ((0.0, 1.0, 0.25), {}),
+        ((-3, 3), {"dtype": "float64"}),
+        ((10,), {"dtype": "int8"}),
+        ((0.5, 3), {}),
+        ((1, 2.5, 0.5), {}),
+    ],
 )
 def test_arange_matches_numpy(args, kwargs):
     kwargs = {k: getattr(st, v) for k, v in kwargs.items()}
@@ -181,8 +217,9 @@ def test_arange_zero_step():
 # --- asarray ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("obj", [[1, 2, 3], [[1.5, 2.0], [3.0, 4.0]], [[True, False]], [1j, 2], [[[1]], [[2]]], [],
-                                 [[], []]])
+@pytest.mark.parametrize(
+    "obj", [[1, 2, 3], [[1.5, 2.0], [3.0, 4.0]], [[True, False]], [1j, 2], [[[1]], [[2]]], [], [[], []]]
+)
 def test_asarray_python_values(obj):
     t = st.asarray(obj)
     ref = np.asarray(obj)
@@ -191,7 +228,8 @@ def test_asarray_python_values(obj):
 
 
 def test_asarray_python_scalar_is_0d():
-    # torch.asarray(7).shape == () and np.asarray(7).shape == (); got (1,) (np.ascontiguousarray makes 0-d 1-d)
+    # torch.asarray(7).shape == () and np.asarray(7).shape == (); got (1,) (np.ascontiguousarray makes 0-d
+    # 1-d)
     for obj in [7, 2.5, True, 1j, np.float32(2.0)]:
         t = st.asarray(obj)
         assert t.shape == (), (obj, t.shape)
@@ -228,6 +266,28 @@ def test_asarray_copy_false_needing_a_copy_raises():
         st.asarray([1, 2, 3], copy=False)
     with pytest.raises(ValueError):
         st.asarray(np.arange(6)[::-1], copy=False)
+
+
+def test_asarray_copy_false_with_a_dtype_change_raises():
+    # torch.asarray(torch.arange(3), dtype=torch.float64, copy=False) -> ValueError "can't alias tensor ...";
+    # np.asarray(np.arange(3), dtype=np.float64, copy=False) -> ValueError; slimtensor returns a float64 copy
+    with raises_named(ValueError, "asarray()"):
+        st.asarray(st.arange(3), dtype=st.float64, copy=False)
+    with raises_named(ValueError, "asarray()"):
+        st.asarray(np.arange(3.0), dtype=st.float32, copy=False)
+    other = [d.name for d in st.devices() if d.available and d.name != "cpu"]
+    if other:
+        with raises_named(ValueError, "asarray()"):
+            st.asarray(st.arange(3), device=other[0], copy=False)
+
+
+def test_asarray_copy_false_without_change_shares():
+    t = st.arange(3)
+    assert st.asarray(t, copy=False) is t
+    assert st.asarray(t, dtype=st.int64, copy=False) is t
+    a = np.arange(3.0)
+    assert st.asarray(a, copy=False).data_ptr() == a.ctypes.data
+    assert st.asarray(a, dtype=st.float64, copy=False).data_ptr() == a.ctypes.data
 
 
 def test_asarray_negative_stride_numpy_copies():
@@ -284,8 +344,12 @@ def test_from_blob_borrows_and_keeps_owner_alive():
 
 
 def test_from_blob_owner_outlives_python_reference():
-    t = st.from_blob(np.arange(4, dtype=np.int64).ctypes.data, (4,), dtype=st.int64,
-                     owner=(keep := np.arange(4, dtype=np.int64)))
+    t = st.from_blob(
+        np.arange(4, dtype=np.int64).ctypes.data,
+        (4,),
+        dtype=st.int64,
+        owner=(keep := np.arange(4, dtype=np.int64)),
+    )
     del t
     a = np.arange(8, dtype=np.int64) * 3
     t = st.from_blob(a.ctypes.data, (8,), dtype=st.int64, owner=a)
@@ -322,3 +386,20 @@ def test_from_blob_null_pointer_with_elements_is_refused():
     with pytest.raises(ValueError) as info:
         st.from_blob(0, (3,))
     assert "from_blob" in str(info.value)
+
+
+def test_from_blob_refusals_do_not_keep_the_owner():
+    a = np.zeros(8, np.float32)
+    before = sys.getrefcount(a)
+    for kwargs in [
+        {"shape": (-1,)},
+        {"shape": (2, 3), "strides": (1,)},
+        {"shape": (2,), "storage_offset": -1},
+        {"shape": (2,), "dtype": "nope"},
+        {"shape": (2,), "device": "gpu"},
+        {"shape": (2**62,)},
+        {"shape": (2,), "strides": (-1,)},
+    ]:
+        with pytest.raises((ValueError, TypeError)):
+            st.from_blob(a.ctypes.data, owner=a, **kwargs)
+    assert sys.getrefcount(a) == before

@@ -5,17 +5,39 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import slimtensor as st
 
 from ._util import assert_contiguity_matches, layout, raises_named, to_np
 
 KEYS = [
-    0, -1, 2, slice(None), slice(1, None), slice(None, None, 2), slice(-3, -1), slice(5, 1), slice(10, 20),
-    slice(-100, 100, 3), (1, 2), (-1, -1, -1), (slice(1, 3), 0), (0, slice(None, None, 2)), (Ellipsis, 1),
-    (Ellipsis, None), (None, Ellipsis), (None, 0, None, slice(1, None)), (1, Ellipsis, slice(None, 2)),
-    (slice(None), slice(None), slice(None)), Ellipsis, (None,), (), (slice(None, None, 3), None, slice(4, None, 2)),
-    (np.int64(1), np.int32(-1)), (slice(1, 1),), (slice(3, None), 1), (0, 0, slice(4, 5)),
+    0,
+    -1,
+    2,
+    slice(None),
+    slice(1, None),
+    slice(None, None, 2),
+    slice(-3, -1),
+    slice(5, 1),
+    slice(10, 20),
+    slice(-100, 100, 3),
+    (1, 2),
+    (-1, -1, -1),
+    (slice(1, 3), 0),
+    (0, slice(None, None, 2)),
+    (Ellipsis, 1),
+    (Ellipsis, None),
+    (None, Ellipsis),
+    (None, 0, None, slice(1, None)),
+    (1, Ellipsis, slice(None, 2)),
+    (slice(None), slice(None), slice(None)),
+    Ellipsis,
+    (None,),
+    (),
+    (slice(None, None, 3), None, slice(4, None, 2)),
+    (np.int64(1), np.int32(-1)),
+    (slice(1, 1),),
+    (slice(3, None), 1),
+    (0, 0, slice(4, 5)),
 ]
 
 
@@ -33,8 +55,8 @@ def test_getitem_values_match_numpy(key):
     np.testing.assert_array_equal(to_np(v), ref)
     assert v.storage().id == t.storage().id  # always a view
     if ref.size:  # numpy's strides of size-1 dims are arbitrary
-        ours = [st_ for st_, n in zip(v.stride(), ref.shape) if n != 1]
-        assert ours == [b // 4 for b, n in zip(ref.strides, ref.shape) if n != 1]
+        ours = [st_ for st_, n in zip(v.stride(), ref.shape, strict=False) if n != 1]
+        assert ours == [b // 4 for b, n in zip(ref.strides, ref.shape, strict=False) if n != 1]
 
 
 @pytest.mark.needs_torch
@@ -67,9 +89,14 @@ def test_indexing_0d():
 
 @pytest.mark.parametrize(
     "key,exc,function",
-    [((4,), IndexError, "index 4"), ((-5,), IndexError, "index -5"), ((0, 0, 0, 0), IndexError, "__getitem__()"),
-     ((0, Ellipsis, Ellipsis), IndexError, "__getitem__()"), ((slice(None, None, -1),), ValueError, "__getitem__()"),
-     ((0, slice(3, 1, -1)), ValueError, "__getitem__()")],
+    [
+        ((4,), IndexError, "index 4"),
+        ((-5,), IndexError, "index -5"),
+        ((0, 0, 0, 0), IndexError, "__getitem__()"),
+        ((0, Ellipsis, Ellipsis), IndexError, "__getitem__()"),
+        ((slice(None, None, -1),), ValueError, "__getitem__()"),
+        ((0, slice(3, 1, -1)), ValueError, "__getitem__()"),
+    ],
 )
 def test_getitem_bad_keys(key, exc, function):
     t = _base(st)
@@ -105,8 +132,15 @@ def test_getitem_none_alone():
 
 @pytest.mark.parametrize(
     "key,value",
-    [(0, 1.5), ((1, 2), -3), ((slice(None), 1), 7), (Ellipsis, 0.25), ((0, 0, 0), True), ((None, 1), 2),
-     ((slice(1, None, 2), slice(None), slice(None, None, 3)), 9)],
+    [
+        (0, 1.5),
+        ((1, 2), -3),
+        ((slice(None), 1), 7),
+        (Ellipsis, 0.25),
+        ((0, 0, 0), True),
+        ((None, 1), 2),
+        ((slice(1, None, 2), slice(None), slice(None, None, 3)), 9),
+    ],
     ids=repr,
 )
 def test_setitem_scalar(key, value):
@@ -154,8 +188,40 @@ def test_setitem_read_only():
     a = np.arange(4.0)
     a.flags.writeable = False
     t = st.from_numpy(a)
-    with raises_named(RuntimeError, "copy_()", "read-only"):
+    with raises_named(RuntimeError, "fill_()", "read-only"):  # a number fills the view
         t[0] = 1.0
     with raises_named(RuntimeError, "copy_()", "read-only"):
         t[1:] = st.zeros(3, dtype=st.float64)
     np.testing.assert_array_equal(a, [0, 1, 2, 3])
+
+
+def test_setitem_numpy_scalars_and_bad_values():
+    t = st.zeros(2, 3)
+    t[0] = np.float32(1.5)
+    t[1, 1:] = np.int64(3)
+    t[1, 0] = np.bool_(True)
+    assert t.tolist() == [[1.5, 1.5, 1.5], [1.0, 3.0, 3.0]]
+    for bad in [None, "x", object()]:
+        with pytest.raises(TypeError):
+            t[0] = bad
+    assert t.tolist() == [[1.5, 1.5, 1.5], [1.0, 3.0, 3.0]]
+
+
+@pytest.mark.needs_torch
+def test_setitem_from_a_dlpack_producer(torch):
+    t = st.zeros(2, 3)
+    t[:, 1] = torch.tensor([4.0, 5.0])
+    t[0] = torch.arange(3, dtype=torch.int64)
+    assert t.tolist() == [[0.0, 1.0, 2.0], [0.0, 5.0, 0.0]]
+
+
+def test_uninitialised_instances_refuse_safely():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for cls, attr in [(st.Tensor, "numel"), (st.Storage, "nbytes"), (st.Device, "type")]:
+            obj = cls.__new__(cls)
+            with pytest.raises(TypeError):
+                v = getattr(obj, attr)
+                v() if callable(v) else None

@@ -8,7 +8,6 @@ import pickle
 
 import numpy as np
 import pytest
-
 import slimtensor as st
 
 KEYS = {"live_bytes", "peak_bytes", "live_storages", "live_tensors", "live_aoti_handles", "total_allocations"}
@@ -107,30 +106,69 @@ def _raise(f):
 
 
 OPERATIONS = {
-    "factories": lambda: [st.empty(10), st.zeros(3, 4), st.ones(2), st.full((3,), 2), st.arange(10),
-                          st.empty_strided((2, 3), (1, 2)), st.empty_like(st.empty(3))],
-    "views": lambda: st.arange(24).reshape(2, 3, 4).permute(2, 0, 1)[1:, ::2].unsqueeze(0).expand(2, -1, -1, -1),
+    "factories": lambda: [
+        st.empty(10),
+        st.zeros(3, 4),
+        st.ones(2),
+        st.full((3,), 2),
+        st.arange(10),
+        st.empty_strided((2, 3), (1, 2)),
+        st.empty_like(st.empty(3)),
+    ],
+    "views": lambda: (
+        st.arange(24).reshape(2, 3, 4).permute(2, 0, 1)[1:, ::2].unsqueeze(0).expand(2, -1, -1, -1)
+    ),
     "reshape-copy": lambda: st.arange(24).reshape(4, 6).t().reshape(-1),
-    "copies": lambda: (st.zeros(3, 4).copy_(st.arange(4)), st.arange(6).clone(), st.arange(6).to(st.float16),
-                       st.arange(6).reshape(2, 3).t().contiguous()),
+    "copies": lambda: (
+        st.zeros(3, 4).copy_(st.arange(4)),
+        st.arange(6).clone(),
+        st.arange(6).to(st.float16),
+        st.arange(6).reshape(2, 3).t().contiguous(),
+    ),
     "fill-item-tolist": lambda: (st.zeros(5).fill_(2).tolist(), st.full((), 3).item(), repr(st.arange(5))),
-    "numpy": lambda: (st.from_numpy(np.arange(5)).numpy(), np.asarray(st.arange(5)), memoryview(st.arange(3))),
+    "numpy": lambda: (
+        st.from_numpy(np.arange(5)).numpy(),
+        np.asarray(st.arange(5)),
+        memoryview(st.arange(3)),
+    ),
     "asarray": lambda: (st.asarray([1, 2, 3]), st.asarray(np.arange(4)), st.asarray(st.arange(2), copy=True)),
     "pickle": lambda: pickle.loads(pickle.dumps(st.arange(6).reshape(2, 3).t())),
     "dlpack": _dlpack_round_trip,
     "iteration": lambda: [list(r) for r in st.arange(6).reshape(2, 3)],
     "setitem": lambda: st.zeros(3, 3).__setitem__((slice(None), 1), st.arange(3)),
-    "failed-views": lambda: [_raise(f) for f in [
-        lambda: st.arange(4).as_strided((5,), (1,)), lambda: st.arange(4).permute(0, 0),
-        lambda: st.arange(6).reshape(4), lambda: st.arange(6).reshape(2, 3).t().view(6),
-        lambda: st.arange(4)[::-1], lambda: st.arange(4).select(0, 9), lambda: st.arange(4).narrow(0, 2, 5),
-        lambda: st.arange(4).expand(3, 5), lambda: st.arange(4).view(st.float64).view(3)]],
-    "failed-copies": lambda: [_raise(f) for f in [
-        lambda: st.zeros(2, 3).copy_(st.zeros(4)), lambda: st.zeros(1, 3).expand(2, 3).copy_(st.zeros(2, 3)),
-        lambda: st.zeros(2).item(), lambda: st.arange(10)[1:].copy_(st.arange(10)[:-1])]],
-    "failed-factories": lambda: [_raise(f) for f in [
-        lambda: st.empty(-1), lambda: st.empty(2**62), lambda: st.empty(3, dtype="nope"),
-        lambda: st.empty_strided((2, 3), (1,)), lambda: st.from_numpy(np.arange(3)[::-1])]],
+    "failed-views": lambda: [
+        _raise(f)
+        for f in [
+            lambda: st.arange(4).as_strided((5,), (1,)),
+            lambda: st.arange(4).permute(0, 0),
+            lambda: st.arange(6).reshape(4),
+            lambda: st.arange(6).reshape(2, 3).t().view(6),
+            lambda: st.arange(4)[::-1],
+            lambda: st.arange(4).select(0, 9),
+            lambda: st.arange(4).narrow(0, 2, 5),
+            lambda: st.arange(4).expand(3, 5),
+            lambda: st.arange(4).view(st.float64).view(3),
+        ]
+    ],
+    "failed-copies": lambda: [
+        _raise(f)
+        for f in [
+            lambda: st.zeros(2, 3).copy_(st.zeros(4)),
+            lambda: st.zeros(1, 3).expand(2, 3).copy_(st.zeros(2, 3)),
+            lambda: st.zeros(2).item(),
+            lambda: st.arange(10)[1:].copy_(st.arange(10)[:-1]),
+        ]
+    ],
+    "failed-factories": lambda: [
+        _raise(f)
+        for f in [
+            lambda: st.empty(-1),
+            lambda: st.empty(2**62),
+            lambda: st.empty(3, dtype="nope"),
+            lambda: st.empty_strided((2, 3), (1,)),
+            lambda: st.from_numpy(np.arange(3)[::-1]),
+        ]
+    ],
     "failed-allocation": lambda: _raise(lambda: st.empty(1 << 50, dtype=st.uint8)),
 }
 
@@ -201,7 +239,7 @@ def test_views_from_many_threads_keep_counts_exact():
     def work(seed):
         try:
             for i in range(2000):
-                v = base[(seed + i) % 100:].reshape(-1)[::3].unsqueeze(0)
+                v = base[(seed + i) % 100 :].reshape(-1)[::3].unsqueeze(0)
                 assert v.storage().id == base.storage().id
                 del v
         except Exception as exc:  # noqa: BLE001
@@ -225,8 +263,11 @@ def test_concurrent_large_copies_are_exact():
     results = {}
 
     def work(k):
-        results[k] = (s.t().contiguous().numpy().copy(), s.to(dtype=st.float64).numpy().copy(),
-                      s[::2, 1::3].clone().numpy().copy())
+        results[k] = (
+            s.t().contiguous().numpy().copy(),
+            s.to(dtype=st.float64).numpy().copy(),
+            s[::2, 1::3].clone().numpy().copy(),
+        )
 
     threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
     for th in threads:
@@ -237,3 +278,66 @@ def test_concurrent_large_copies_are_exact():
         np.testing.assert_array_equal(results[k][0], src.T)
         np.testing.assert_array_equal(results[k][1], src.astype(np.float64))
         np.testing.assert_array_equal(results[k][2], src[::2, 1::3])
+
+
+def test_memory_stats_lists_plugin_devices_in_a_fresh_process():
+    import subprocess
+    import sys
+
+    plugins = [d.name for d in st.devices() if d.source != "built-in"]
+    if not plugins:
+        pytest.skip("no device plugin is installed")
+    code = "import slimtensor as st; print(sorted(st.memory_stats()))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    # in this environment, e.g. ['cpu', 'hostdev'] is expected; got ['cpu']
+    assert out.stdout.strip() == str(sorted(["cpu", *plugins]))
+
+
+def test_set_num_threads_while_other_threads_copy():
+    """Changing the kernel thread count while copies run on other Python threads: exact results, no hang."""
+    import threading
+    import time
+
+    src = st.from_numpy(np.random.default_rng(0).standard_normal((512, 1024)).astype(np.float32))
+    ref = np.ascontiguousarray(src.numpy().T)
+    old = st.get_num_threads()
+    stop, errors = [], []
+
+    def copier():
+        while not stop:
+            if not np.array_equal(src.t().contiguous().numpy(), ref):
+                errors.append("mismatch")
+
+    def toggler():
+        i = 0
+        while not stop:
+            st.set_num_threads(1 + i % 4)
+            i += 1
+
+    threads = [threading.Thread(target=copier) for _ in range(2)] + [threading.Thread(target=toggler)]
+    try:
+        for th in threads:
+            th.start()
+        time.sleep(1.5)
+    finally:
+        stop.append(True)
+        for th in threads:
+            th.join(timeout=60)
+        st.set_num_threads(old)
+    assert not any(th.is_alive() for th in threads), "a copy hung"
+    assert not errors
+
+
+def test_a_storage_object_keeps_its_memory_alive():
+    before = live()
+    t = st.empty(256, dtype=st.uint8)
+    s = t.storage()
+    ptr, sid = s.data_ptr, s.id
+    del t
+    mid = live()
+    assert mid[1] == before[1] + 1 and mid[0] >= before[0] + 256  # still allocated, no tensor left
+    assert mid[2] == before[2]
+    assert (s.data_ptr, s.id, s.nbytes) == (ptr, sid, 256) and s.use_count == 1
+    del s
+    assert live() == before

@@ -7,7 +7,6 @@ import pickle
 
 import numpy as np
 import pytest
-
 import slimtensor as st
 
 from ._util import CONVERTIBLE, to_np
@@ -16,9 +15,15 @@ from ._util import CONVERTIBLE, to_np
 @pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
 @pytest.mark.parametrize(
     "make",
-    [lambda: st.arange(12).reshape(3, 4), lambda: st.arange(12).reshape(3, 4).t()[1:],
-     lambda: st.arange(60, dtype=st.float32).reshape(3, 4, 5)[:, ::2, 1:], lambda: st.zeros(0, 3),
-     lambda: st.full((), 2.5), lambda: st.arange(3).expand(2, 3), lambda: st.arange(10)[7:]],
+    [
+        lambda: st.arange(12).reshape(3, 4),
+        lambda: st.arange(12).reshape(3, 4).t()[1:],
+        lambda: st.arange(60, dtype=st.float32).reshape(3, 4, 5)[:, ::2, 1:],
+        lambda: st.zeros(0, 3),
+        lambda: st.full((), 2.5),
+        lambda: st.arange(3).expand(2, 3),
+        lambda: st.arange(10)[7:],
+    ],
     ids=["c", "t", "slice", "empty", "0d", "expand", "offset"],
 )
 def test_round_trip(make, protocol):
@@ -35,7 +40,8 @@ def test_every_dtype(name):
     dt = getattr(st, name)
     t = st.empty(2, 3, dtype=dt)
     t.view(getattr(st, f"uint{8 * dt.itemsize}") if dt.itemsize <= 8 else st.uint64).copy_(
-        st.arange(6 if dt.itemsize <= 8 else 12, dtype=st.uint8).reshape(2, -1))
+        st.arange(6 if dt.itemsize <= 8 else 12, dtype=st.uint8).reshape(2, -1)
+    )
     u = pickle.loads(pickle.dumps(t))
     assert u.dtype is dt and u.shape == (2, 3)
     assert u.view(st.uint8).tolist() == t.view(st.uint8).tolist()
@@ -76,3 +82,12 @@ def test_dtype_and_device_pickle():
     assert pickle.loads(pickle.dumps(st.bfloat16)) is st.bfloat16
     assert pickle.loads(pickle.dumps(st.Device("cuda:1"))) == st.Device("cuda:1")
     assert pickle.loads(pickle.dumps(st.Device("cpu"))) == st.Device("cpu")
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2", "float4_e2m1fn_x2"])
+def test_strided_float8_pickles_by_value(name):
+    a = st.empty(3, 4, dtype=getattr(st, name))
+    a.view(st.uint8).copy_(st.arange(12, dtype=st.uint8).reshape(3, 4))
+    b = pickle.loads(pickle.dumps(a.t()[1:]))
+    assert b.dtype is a.dtype and b.shape == (3, 3)
+    assert b.view(st.uint8).tolist() == [[1, 5, 9], [2, 6, 10], [3, 7, 11]]

@@ -8,14 +8,16 @@ import math
 
 import numpy as np
 import pytest
+import slimtensor as st
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 
-import slimtensor as st
-
 from ._util import layout, to_np
 
-pytestmark = [pytest.mark.needs_torch, pytest.mark.filterwarnings("ignore::UserWarning")]  # torch: complex->real
+pytestmark = [
+    pytest.mark.needs_torch,
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+]  # torch: complex->real
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -40,7 +42,7 @@ def layouts(draw, min_dims=0, max_dims=4, max_size=5, allow_zero_stride=True):
         strides = tuple(strides_l)
     offset = draw(hs.integers(0, 6))
     numel = math.prod(sizes)
-    extent = 0 if numel == 0 else offset + 1 + sum((n - 1) * s for n, s in zip(sizes, strides))
+    extent = 0 if numel == 0 else offset + 1 + sum((n - 1) * s for n, s in zip(sizes, strides, strict=False))
     return sizes, strides, offset, max(extent, offset + 1)
 
 
@@ -51,9 +53,23 @@ def make_three(torch, lay, dtype="float32"):
     t = torch.arange(storage, dtype=getattr(torch, dtype)).as_strided(sizes, strides, offset)
     base = np.arange(storage, dtype=dtype)
     itemsize = base.itemsize
-    n = np.lib.stride_tricks.as_strided(base[offset:], sizes, tuple(x * itemsize for x in strides)) if math.prod(
-        sizes) else np.zeros(sizes, dtype)
+    n = (
+        np.lib.stride_tricks.as_strided(base[offset:], sizes, tuple(x * itemsize for x in strides))
+        if math.prod(sizes)
+        else np.zeros(sizes, dtype)
+    )
     return s, t, n
+
+
+def _dense(x):
+    """Non-overlapping and dense: the sizes > 1, sorted by stride, tile memory exactly."""
+    dims = sorted((st_, n) for n, st_ in zip(x.shape, x.stride(), strict=False) if n > 1)
+    expected = 1
+    for stride, n in dims:
+        if stride != expected:
+            return False
+        expected *= n
+    return True
 
 
 def check_same(s, t, n=None):
@@ -61,10 +77,12 @@ def check_same(s, t, n=None):
     assert s.is_contiguous() == t.is_contiguous(), layout(s)
     if s.ndim == 4:
         assert s.is_contiguous(memory_format=st.channels_last) == t.is_contiguous(
-            memory_format=__import__("torch").channels_last), layout(s)
+            memory_format=__import__("torch").channels_last
+        ), layout(s)
     if s.ndim == 5:
         assert s.is_contiguous(memory_format=st.channels_last_3d) == t.is_contiguous(
-            memory_format=__import__("torch").channels_last_3d), layout(s)
+            memory_format=__import__("torch").channels_last_3d
+        ), layout(s)
     np.testing.assert_array_equal(to_np(s), t.numpy())
     if n is not None:
         np.testing.assert_array_equal(to_np(s), n)
@@ -79,8 +97,9 @@ def test_random_layouts_match_torch_and_numpy(torch, lay):
     # overlap: exact answer by enumerating addresses; torch's answer where it has one
     addresses = n.__array_interface__["data"][0] if n.size else 0
     if n.size:
-        idx = np.lib.stride_tricks.as_strided(np.arange(lay[3])[lay[2]:], lay[0],
-                                              tuple(x * 8 for x in lay[1]))
+        idx = np.lib.stride_tricks.as_strided(
+            np.arange(lay[3])[lay[2] :], lay[0], tuple(x * 8 for x in lay[1])
+        )
         exact = len(np.unique(idx)) != idx.size
         assert s._has_internal_overlap() == exact, lay
     del addresses
@@ -104,8 +123,8 @@ def test_channels_last_contiguity_and_copies_match_torch(torch, lay):
         if s.numel() == 0 and fmt != "contiguous_format":
             continue  # test_copy.py: channels_last and preserve_format strides of empty tensors (known)
         sc, tc = s.clone(memory_format=getattr(st, fmt)), t.clone(memory_format=getattr(torch, fmt))
-        if fmt == "preserve_format" and tc.stride() != t.stride():
-            continue  # torch's suggest_memory_format: test_clone_preserve_format_of_non_dense_follows_torch
+        if fmt == "preserve_format" and not _dense(s):
+            continue  # test_copy.py::test_preserve_format_of_non_dense_follows_torch (known)
         assert sc.stride() == tc.stride(), (fmt, lay)
         np.testing.assert_array_equal(to_np(sc), tc.numpy())
 
@@ -203,8 +222,22 @@ def test_random_indexing_matches_numpy_and_torch(torch, data, lay):
         np.testing.assert_array_equal(to_np(s), t.numpy())
 
 
-OPS = ["permute", "transpose", "slice", "select", "narrow", "unsqueeze", "squeeze", "squeeze_all", "expand",
-       "flatten", "T", "mT", "view_flat", "reshape"]
+OPS = [
+    "permute",
+    "transpose",
+    "slice",
+    "select",
+    "narrow",
+    "unsqueeze",
+    "squeeze",
+    "squeeze_all",
+    "expand",
+    "flatten",
+    "T",
+    "mT",
+    "view_flat",
+    "reshape",
+]
 
 
 @hs.composite
@@ -278,7 +311,9 @@ def test_chains_of_views_match_torch(torch, data, lay, chain):
         try:
             t_next = op(t)
         except (RuntimeError, IndexError) as exc:
-            with pytest.raises(IndexError if isinstance(exc, IndexError) else (RuntimeError, ValueError, IndexError)):
+            with pytest.raises(
+                IndexError if isinstance(exc, IndexError) else (RuntimeError, ValueError, IndexError)
+            ):
                 op(s)
             return
         s_next = op(s)
@@ -292,8 +327,12 @@ DTYPE_PAIRS = ["float32", "float64", "int64", "int32", "int16", "uint8", "float1
 
 
 @SETTINGS
-@given(data=hs.data(), src_lay=layouts(min_dims=1, max_dims=3, max_size=4, allow_zero_stride=True),
-       src_dt=hs.sampled_from(DTYPE_PAIRS), dst_dt=hs.sampled_from(DTYPE_PAIRS))
+@given(
+    data=hs.data(),
+    src_lay=layouts(min_dims=1, max_dims=3, max_size=4, allow_zero_stride=True),
+    src_dt=hs.sampled_from(DTYPE_PAIRS),
+    dst_dt=hs.sampled_from(DTYPE_PAIRS),
+)
 def test_copy_between_random_layouts_matches_torch(torch, data, src_lay, src_dt, dst_dt):
     src_s, src_t, _ = make_three(torch, src_lay, "int16")
     src_s, src_t = src_s.to(dtype=getattr(st, src_dt)), src_t.to(getattr(torch, src_dt))
@@ -306,18 +345,23 @@ def test_copy_between_random_layouts_matches_torch(torch, data, src_lay, src_dt,
         strides[d] = running
         running *= max(shape[d], 1) + pad
     offset = data.draw(hs.integers(0, 3))
-    storage = offset + 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if math.prod(shape) else offset + 1
+    extent = sum((n - 1) * s for n, s in zip(shape, strides, strict=True))
+    storage = offset + 1 + extent if math.prod(shape) else offset + 1
     dst_s = st.zeros(storage, dtype=getattr(st, dst_dt)).as_strided(shape, strides, offset)
     dst_t = torch.zeros(storage, dtype=getattr(torch, dst_dt)).as_strided(shape, strides, offset)
     dst_s.copy_(src_s)
     dst_t.copy_(src_t)
-    np.testing.assert_array_equal(to_np(dst_s.as_strided((storage,), (1,), 0).view(st.uint8)),
-                                  dst_t.as_strided((storage,), (1,), 0).view(torch.uint8).numpy())
+    np.testing.assert_array_equal(
+        to_np(dst_s.as_strided((storage,), (1,), 0).view(st.uint8)),
+        dst_t.as_strided((storage,), (1,), 0).view(torch.uint8).numpy(),
+    )
 
 
 @SETTINGS
-@given(lay=layouts(min_dims=1, max_dims=4, max_size=4),
-       target=hs.sampled_from(["uint8", "int16", "int32", "float64", "complex128", "bool", "bfloat16"]))
+@given(
+    lay=layouts(min_dims=1, max_dims=4, max_size=4),
+    target=hs.sampled_from(["uint8", "int16", "int32", "float64", "complex128", "bool", "bfloat16"]),
+)
 def test_view_dtype_matches_torch(torch, lay, target):
     s, t, _ = make_three(torch, lay, "int32")
     try:
@@ -333,7 +377,9 @@ def test_view_dtype_matches_torch(torch, lay, target):
     ours = sv.numpy() if target != "bfloat16" else sv.view(st.int16).numpy()
     theirs = tv.numpy() if target != "bfloat16" else tv.view(torch.int16).numpy()
     raw = f"u{min(sv.itemsize, 8)}" if same_size != "complex128" else "u8"
-    np.testing.assert_array_equal(np.ascontiguousarray(ours).view(raw), np.ascontiguousarray(theirs).view(raw))
+    np.testing.assert_array_equal(
+        np.ascontiguousarray(ours).view(raw), np.ascontiguousarray(theirs).view(raw)
+    )
 
 
 @SETTINGS
@@ -370,7 +416,8 @@ def same_shape_views(draw):
 @SETTINGS
 @given(case=same_shape_views())
 def test_copy_between_overlapping_views_of_one_storage(torch, case):
-    """torch refuses -> slimtensor refuses; torch copies -> slimtensor gives the copy-from-a-snapshot result."""
+    """torch refuses -> slimtensor refuses; torch copies -> slimtensor gives the result of copying from a
+    snapshot of the source."""
     shape, ((dst_st, dst_off), (src_st, src_off)) = case
     n = 200
     t = torch.arange(n, dtype=torch.float32)
@@ -389,3 +436,48 @@ def test_copy_between_overlapping_views_of_one_storage(torch, case):
     s.as_strided(shape, dst_st, dst_off).copy_(s.as_strided(shape, src_st, src_off))
     dst_np[...] = src_np
     np.testing.assert_array_equal(s.numpy(), expected)
+
+
+@SETTINGS
+@given(
+    lay=layouts(max_dims=5, max_size=4),
+    dtype=hs.sampled_from(["float64", "int8", "float16", "bool", "complex64"]),
+)
+def test_clone_and_to_layouts_match_torch(torch, lay, dtype):
+    s, t, _ = make_three(torch, lay)
+    for sc, tc, preserve in [
+        (s.clone(), t.clone(), True),
+        (s.to(dtype=getattr(st, dtype)), t.to(getattr(torch, dtype)), True),
+        (st.empty_like(s), torch.empty_like(t), True),
+        (s.contiguous(), t.contiguous(), False),
+    ]:
+        assert sc.shape == tuple(tc.shape)
+        if preserve and sc is not s and (s.numel() == 0 or not _dense(s)):
+            continue  # test_copy.py: the two preserve_format xfails (empty tensors; non-dense stride order)
+        assert sc.stride() == tc.stride(), (lay, dtype)
+        assert sc.storage_offset() == tc.storage_offset()
+    assert (s.to(dtype=st.float32) is s) and (s.contiguous() is s) == (t.contiguous() is t)
+    np.testing.assert_array_equal(
+        to_np(s.to(dtype=getattr(st, dtype))).astype(np.complex128),
+        t.to(getattr(torch, dtype)).numpy().astype(np.complex128),
+    )
+
+
+@SETTINGS
+@given(lay=layouts(max_dims=4, max_size=4), versioned=hs.booleans())
+def test_dlpack_round_trips_of_random_layouts(torch, lay, versioned):
+    s, t, n = make_three(torch, lay)
+    capsule = s.__dlpack__(max_version=(1, 1)) if versioned else s.__dlpack__()
+    back = st.from_dlpack(capsule)
+    assert back.shape == s.shape
+    np.testing.assert_array_equal(to_np(back), to_np(s))
+    if s.numel():
+        assert back.data_ptr() == s.data_ptr()
+    via_torch = torch.from_dlpack(s)
+    assert tuple(via_torch.shape) == s.shape
+    np.testing.assert_array_equal(via_torch.numpy(), to_np(s))
+    from_torch = st.from_dlpack(t)
+    assert from_torch.shape == s.shape
+    np.testing.assert_array_equal(to_np(from_torch), t.numpy())
+    if n.size:
+        np.testing.assert_array_equal(to_np(st.from_dlpack(n)), n)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import slimtensor as st
 
 from ._util import assert_contiguity_matches, layout, raises_named, to_np
@@ -21,8 +20,32 @@ LAYOUTS = {
     "empty-odd": ((3, 0, 2), (1, 5, 9), 0, 0),
     "scalar": ((), (), 3, 6),
 }
-SHAPES = [(24,), (-1,), (6, 4), (2, 12), (4, 6), (2, 3, 4), (2, -1, 2), (1, 24, 1), (3, 8), (8, 3), (2, 2, 3, 2),
-          (6, 1, 4), (12, 2), (0,), (0, 3), (3, 0, 4), (-1, 0), (), (1,), (1, 1), (-1, 1), (6,), (3, 2), (2, 3)]
+SHAPES = [
+    (24,),
+    (-1,),
+    (6, 4),
+    (2, 12),
+    (4, 6),
+    (2, 3, 4),
+    (2, -1, 2),
+    (1, 24, 1),
+    (3, 8),
+    (8, 3),
+    (2, 2, 3, 2),
+    (6, 1, 4),
+    (12, 2),
+    (0,),
+    (0, 3),
+    (3, 0, 4),
+    (-1, 0),
+    (),
+    (1,),
+    (1, 1),
+    (-1, 1),
+    (6,),
+    (3, 2),
+    (2, 3),
+]
 
 
 def _case(torch_or_st, name):
@@ -79,9 +102,14 @@ def test_reshape_returns_a_new_view_object():
 
 @pytest.mark.parametrize(
     "shape,match",
-    [((5,), "invalid for input of size 24"), ((-1, -1), "only one dimension can be inferred"),
-     ((-1, 0), "ambiguous"), ((-2, 12), "invalid shape dimension"), ((7, -1), "invalid"),
-     ((2**62, 2**62, -1), "overflow|invalid")],
+    [
+        ((5,), "invalid for input of size 24"),
+        ((-1, -1), "only one dimension can be inferred"),
+        ((-1, 0), "ambiguous"),
+        ((-2, 12), "invalid shape dimension"),
+        ((7, -1), "invalid"),
+        ((2**62, 2**62, -1), "overflow|invalid"),
+    ],
 )
 @pytest.mark.parametrize("method", ["reshape", "view"])
 def test_bad_shapes(method, shape, match):
@@ -105,7 +133,9 @@ def test_flatten_matches_torch(torch, name, start, end):
     try:
         tr = t.flatten(start, end)
     except (RuntimeError, IndexError) as exc:
-        with pytest.raises(IndexError if isinstance(exc, IndexError) else (RuntimeError, ValueError, IndexError)):
+        with pytest.raises(
+            IndexError if isinstance(exc, IndexError) else (RuntimeError, ValueError, IndexError)
+        ):
             s.flatten(start, end)
         return
     sr = s.flatten(start, end)

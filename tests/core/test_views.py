@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import slimtensor as st
 
 from ._util import assert_contiguity_matches, layout, raises_named, to_np
@@ -68,7 +67,9 @@ def test_views_match_torch(torch, base, op):
     try:
         tv = op(t)
     except (RuntimeError, IndexError, ValueError, TypeError) as exc:
-        with pytest.raises(type(exc) if isinstance(exc, IndexError) else (RuntimeError, ValueError, IndexError)):
+        with pytest.raises(
+            type(exc) if isinstance(exc, IndexError) else (RuntimeError, ValueError, IndexError)
+        ):
             op(s)
         return
     sv = op(s)
@@ -124,9 +125,9 @@ def test_t_on_3d_refused_like_torch(torch):
 @pytest.mark.needs_torch
 def test_mT_on_1d_refused_like_torch(torch):
     with pytest.raises(RuntimeError):
-        torch.zeros(3).mT
+        _ = torch.zeros(3).mT
     with pytest.raises((RuntimeError, ValueError)) as info:
-        st.zeros(3).mT
+        _ = st.zeros(3).mT
     assert "mT" in str(info.value)
 
 
@@ -240,15 +241,26 @@ def test_as_strided_bounds_checked_against_storage_not_view():
 @pytest.mark.needs_torch
 @pytest.mark.parametrize(
     "src,dst",
-    [("float32", "int32"), ("float32", "uint8"), ("float32", "float64"), ("int16", "float16"), ("uint8", "int64"),
-     ("float64", "bfloat16"), ("complex64", "float32"), ("float32", "complex64"), ("int8", "bool")],
+    [
+        ("float32", "int32"),
+        ("float32", "uint8"),
+        ("float32", "float64"),
+        ("int16", "float16"),
+        ("uint8", "int64"),
+        ("float64", "bfloat16"),
+        ("complex64", "float32"),
+        ("float32", "complex64"),
+        ("int8", "bool"),
+    ],
 )
 @pytest.mark.parametrize(
     "make",
-    [lambda m: m.arange(48, dtype=m.uint8).view(m.int64).reshape(2, 3)[:, :2],
-     lambda m: m.arange(48, dtype=m.uint8).view(m.int64).reshape(6)[2:],
-     lambda m: m.arange(48, dtype=m.uint8).view(m.int64).reshape(2, 3).t(),
-     lambda m: m.arange(48, dtype=m.uint8).view(m.int64).reshape(3, 2, 1)],
+    [
+        lambda m: m.arange(48, dtype=m.uint8).view(m.int64).reshape(2, 3)[:, :2],
+        lambda m: m.arange(48, dtype=m.uint8).view(m.int64).reshape(6)[2:],
+        lambda m: m.arange(48, dtype=m.uint8).view(m.int64).reshape(2, 3).t(),
+        lambda m: m.arange(48, dtype=m.uint8).view(m.int64).reshape(3, 2, 1),
+    ],
     ids=["rows", "offset", "transposed", "trailing-1"],
 )
 def test_view_dtype_matches_torch(torch, src, dst, make):
@@ -270,12 +282,18 @@ def test_view_dtype_matches_torch(torch, src, dst, make):
     assert sv.dtype is getattr(st, dst)
     assert layout(sv) == layout(tv)
     assert sv.storage().id == s.storage().id
-    np.testing.assert_array_equal(sv.view(st.uint8).numpy() if sv.itemsize == 1 else
-                                  to_np(sv.view(getattr(st, f"uint{sv.itemsize * 8}"))) if sv.itemsize <= 8 else
-                                  to_np(sv),
-                                  tv.view(torch.uint8).numpy() if tv.element_size() == 1 else
-                                  tv.view(getattr(torch, f"uint{tv.element_size() * 8}")).numpy()
-                                  if tv.element_size() <= 8 else tv.numpy())
+    np.testing.assert_array_equal(
+        sv.view(st.uint8).numpy()
+        if sv.itemsize == 1
+        else to_np(sv.view(getattr(st, f"uint{sv.itemsize * 8}")))
+        if sv.itemsize <= 8
+        else to_np(sv),
+        tv.view(torch.uint8).numpy()
+        if tv.element_size() == 1
+        else tv.view(getattr(torch, f"uint{tv.element_size() * 8}")).numpy()
+        if tv.element_size() <= 8
+        else tv.numpy(),
+    )
 
 
 def test_view_dtype_0d():
@@ -328,20 +346,85 @@ def test_is_same():
 
 
 @pytest.mark.needs_torch
-@pytest.mark.xfail(strict=True, reason="bug: expand() gives a new leading size-1 dim stride 0; torch gives "
-                                       "size*stride of the next dim")
 def test_expand_new_size1_dim_stride(torch):
     # torch.zeros(1).expand(1, 1).stride() == (1, 1); slimtensor gives (0, 1)
-    for make in [lambda m: m.zeros(1).expand(1, 1), lambda m: m.zeros(2, 3).expand(1, 2, 3),
-                 lambda m: m.zeros(3, 1).expand(1, 1, 3, 4)]:
+    for make in [
+        lambda m: m.zeros(1).expand(1, 1),
+        lambda m: m.zeros(2, 3).expand(1, 2, 3),
+        lambda m: m.zeros(3, 1).expand(1, 1, 3, 4),
+    ]:
         assert make(st).stride() == make(torch).stride()
 
 
 @pytest.mark.needs_torch
-@pytest.mark.xfail(strict=True, reason="bug: _has_internal_overlap() is True for an empty tensor with a stride-0 dim")
 def test_empty_tensor_has_no_overlap(torch):
-    # layout (2, 0):(0, 0): no element, so no two elements share memory; torch._debug_has_internal_overlap gives 0
+    # layout (2, 0):(0, 0): no element, so no two elements share memory; torch._debug_has_internal_overlap
+    # gives 0
     t = torch.zeros(1).as_strided((2, 0), (0, 0))
     assert torch._debug_has_internal_overlap(t) == 0
     assert not st.zeros(1).as_strided((2, 0), (0, 0))._has_internal_overlap()
     assert not st.zeros(1).expand(3, 1).narrow(1, 0, 0)._has_internal_overlap()
+
+
+def test_bounds_checked_in_bytes_when_storage_is_not_a_multiple_of_the_itemsize():
+    raw = st.arange(10, dtype=st.uint8)  # 10 bytes
+    w = raw[:8].view(st.int64)
+    assert w.shape == (1,) and w.storage().nbytes == 10
+    with raises_named(ValueError, "as_strided()", "storage"):
+        w.as_strided((1,), (1,), 1)  # bytes [8, 16) of 10: a partial element past the end
+    with raises_named(ValueError, "as_strided()"):
+        w.as_strided((2,), (1,), 0)
+    h = raw[:10].view(st.int16)
+    assert h.shape == (5,)
+    with raises_named(ValueError, "as_strided()"):
+        h.as_strided((6,), (1,), 0)
+    with pytest.raises(RuntimeError):
+        raw[1:9].view(st.int64)  # offset 1 byte: not a multiple of 8
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda t: t.transpose(0, 0),
+        lambda t: t.transpose(-1, 0),
+        lambda t: t.t(),
+        lambda t: t.T,
+        lambda t: t.squeeze(),
+        lambda t: t.squeeze(0),
+        lambda t: t.unsqueeze(0),
+        lambda t: t.unsqueeze(-1),
+        lambda t: t.flatten(),
+        lambda t: t.view(1),
+        lambda t: t.view(1, 1, 1),
+        lambda t: t.reshape(()),
+        lambda t: t.reshape(-1),
+        lambda t: t.expand(2),
+        lambda t: t.expand(2, 3),
+        lambda t: t.expand(()),
+        lambda t: t.permute(()),
+        lambda t: t.select(0, 0),
+        lambda t: t.narrow(0, 0, 1),
+        lambda t: t.unsqueeze(2),
+        lambda t: t.transpose(0, 1),
+        lambda t: t.as_strided((2, 2), (0, 0)),
+        lambda t: t[None, None],
+        lambda t: t[...],
+    ],
+)
+@pytest.mark.filterwarnings("ignore::UserWarning")  # torch: .T on a 0-d tensor is deprecated
+def test_0d_views_match_torch(torch, op):
+    t = torch.full((), 3.0).as_strided((), (), 0)
+    s = st.full((), 3.0)
+    try:
+        tv = op(t)
+    except (RuntimeError, IndexError, TypeError) as exc:
+        expected = (
+            IndexError if isinstance(exc, IndexError) else (RuntimeError, ValueError, IndexError, TypeError)
+        )
+        with pytest.raises(expected):
+            op(s)
+        return
+    sv = op(s)
+    assert layout(sv) == layout(tv)
+    np.testing.assert_array_equal(to_np(sv), tv.numpy())

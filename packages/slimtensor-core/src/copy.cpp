@@ -281,9 +281,20 @@ void copy_(const Tensor& dst, const Tensor& src) {
            "expand()); call .clone() on the destination first");
   Tensor source = src;
   if (ranges_intersect(dst, src, src_strides.data())) {
-    const bool identical = dst.data_ptr() == src.data_ptr() && dst.dtype() == src.dtype() &&
-                           std::equal(src_strides.begin(), src_strides.end(), dst.strides());
-    if (identical) return;  // copying a tensor onto itself
+    const bool same_elements = dst.data_ptr() == src.data_ptr() && dst.itemsize() == src.itemsize() &&
+                               std::equal(src_strides.begin(), src_strides.end(), dst.strides());
+    if (same_elements && dst.dtype() == src.dtype()) return;  // copying a tensor onto itself
+    // Same elements, another dtype of the same size (a.copy_(a.view(int32))): each element is read
+    // before it is written, in place, so the conversion is exact.
+    if (same_elements) {
+      if (events::tracing_active()) trace_copy(dst, src);
+      if (dst.device().is_cpu()) {
+        copy_cpu(dst, src, src_strides);
+      } else {
+        copy_device(dst, src, src_strides);
+      }
+      return;
+    }
     const bool both_dense = is_non_overlapping_and_dense(dst.sizes(), dst.strides(), dst.ndim()) &&
                             is_non_overlapping_and_dense(src.sizes(), src.strides(), src.ndim());
     ST_CHECK(!both_dense, Runtime, "copy_(): the source and the destination partially overlap in memory; "
@@ -303,6 +314,8 @@ void copy_(const Tensor& dst, const Tensor& src) {
 
 void fill_(const Tensor& dst, const Scalar& value) {
   ST_CHECK(dst.defined(), Runtime, "fill_(): the tensor is undefined");
+  ST_CHECK(!dst.is_read_only(), Runtime, "fill_(): the tensor is read-only (it borrows memory its owner marked "
+           "read-only, e.g. a read-only numpy array); fill a copy instead: t = t.clone()");
   check_fill_value(dst.dtype(), value);
   // One element holding the value, converted by the same rules as copies, then broadcast.
   alignas(16) unsigned char buffer[16];
@@ -384,7 +397,7 @@ Tensor clone(const Tensor& self, MemoryFormat format) {
   if (format == MemoryFormat::Preserve && is_non_overlapping_and_dense(self.sizes(), self.strides(), n)) {
     strides.assign(self.strides(), self.strides() + n);
   } else if (format == MemoryFormat::Preserve) {
-    memory_format_strides(self.sizes(), n, suggest_memory_format(self.sizes(), self.strides(), n), strides.data());
+    infer_dense_strides(self.sizes(), self.strides(), n, strides.data());
   } else {
     ST_CHECK(memory_format_strides(self.sizes(), n, format, strides.data()), Runtime, "clone(): memory format ",
              format == MemoryFormat::ChannelsLast ? "channels_last needs a 4-d" : "channels_last_3d needs a 5-d",

@@ -31,6 +31,7 @@ namespace {
 
 struct f16_t { uint16_t x; };
 struct bf16_t { uint16_t x; };
+struct bool_byte { uint8_t x; };  // a bool element as stored: any non-zero byte reads as true
 template <class T>
 struct cplx_t { T re, im; };
 using c32_t = cplx_t<f16_t>;
@@ -51,9 +52,10 @@ template <class S> inline Value load(const S& s);
 #define ST_SIGNED(T) template <> inline Value load<T>(const T& s) { return {Kind::Signed, static_cast<int64_t>(s), 0, 0, 0}; }
 #define ST_UNSIGNED(T) template <> inline Value load<T>(const T& s) { return {Kind::Unsigned, 0, static_cast<uint64_t>(s), 0, 0}; }
 ST_SIGNED(int8_t) ST_SIGNED(int16_t) ST_SIGNED(int32_t) ST_SIGNED(int64_t)
-ST_UNSIGNED(uint8_t) ST_UNSIGNED(uint16_t) ST_UNSIGNED(uint32_t) ST_UNSIGNED(uint64_t) ST_UNSIGNED(bool)
+ST_UNSIGNED(uint8_t) ST_UNSIGNED(uint16_t) ST_UNSIGNED(uint32_t) ST_UNSIGNED(uint64_t)
 #undef ST_SIGNED
 #undef ST_UNSIGNED
+template <> inline Value load<bool_byte>(const bool_byte& s) { return {Kind::Unsigned, 0, s.x != 0, 0, 0}; }
 template <> inline Value load<float>(const float& s) { return {Kind::Float, 0, 0, s, 0}; }
 template <> inline Value load<double>(const double& s) { return {Kind::Float, 0, 0, s, 0, true}; }
 template <> inline Value load<f16_t>(const f16_t& s) { return {Kind::Float, 0, 0, f16_to_float(s.x), 0}; }
@@ -212,7 +214,7 @@ RunFn run_fn(ScalarType s, ScalarType d) {
     case ScalarType::Complex32: return row_entry<c32_t>(d);
     case ScalarType::Complex64: return row_entry<c64_t>(d);
     case ScalarType::Complex128: return row_entry<c128_t>(d);
-    case ScalarType::Bool: return row_entry<bool>(d);
+    case ScalarType::Bool: return row_entry<bool_byte>(d);
     case ScalarType::BFloat16: return row_entry<bf16_t>(d);
     case ScalarType::UInt16: return row_entry<uint16_t>(d);
     case ScalarType::UInt32: return row_entry<uint32_t>(d);
@@ -407,8 +409,9 @@ void run_cpu_copy(const CpuCopyPlan& p) {
   const ConvertFn fast = same ? nullptr : convert_kernel(k, p.src_type, p.dst_type);
 
   // Dense on both sides: one streaming-or-not copy (or ISA conversion), split across threads when large.
+  // (Not bool: PyTorch's copies turn stray bytes into 0/1, so bool copies always go through the loop.)
   if (p.ndim == 1 && p.src_strides[0] == src_size && p.dst_strides[0] == dst_size) {
-    if (same) {
+    if (same && p.src_type != ScalarType::Bool) {
       parallel_for(bytes, kParallelBytes, [&](int64_t b, int64_t e) { k.copy_bytes(p.dst + b, p.src + b, e - b, stream); });
       return;
     }

@@ -28,7 +28,7 @@ DeviceType builtin_code(std::string_view name) {
 
 }  // namespace
 
-Device parse_device(std::string_view text) {
+Device parse_device(std::string_view text, const char* function) {
   std::string_view name = text;
   int64_t index = -1;
   const size_t colon = text.find(':');
@@ -41,19 +41,19 @@ Device parse_device(std::string_view text) {
       if (c < '0' || c > '9') ok = false;
       index = index * 10 + (c - '0');
     }
-    ST_CHECK(ok, Value, "Device(): expected 'type' or 'type:index' with a decimal index in [0, 9999] but got '",
-             std::string(text), "'");
+    ST_CHECK(ok, Value, function, ": expected a device 'type' or 'type:index' with a decimal index in [0, 9999] but "
+             "got '", std::string(text), "'");
   }
   DeviceType type = builtin_code(name);
   if (type < 0) {
     const DeviceEntry* entry = find_device(std::string(name));
-    ST_CHECK(entry != nullptr, Value, "Device(): unknown device type '", std::string(name), "' in '",
+    ST_CHECK(entry != nullptr, Value, function, ": unknown device type '", std::string(name), "' in '",
              std::string(text), "'; registered devices: ", known_names(),
              " (plugins add more: see slimtensor.devices())");
     type = entry->type;
   }
   if (type == kCPU) {
-    ST_CHECK(index <= 0, Value, "Device(): the CPU has only index 0 but got '", std::string(text), "'");
+    ST_CHECK(index <= 0, Value, function, ": the CPU has only index 0 but got '", std::string(text), "'");
     index = 0;
   }
   return Device{type, static_cast<int16_t>(index)};

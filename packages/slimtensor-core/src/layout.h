@@ -12,11 +12,12 @@ enum class Overlap { No, Yes, TooHard };
 // Whether two elements of the layout share memory; TooHard only for huge layouts that no simple rule
 // decides (then copy_ lets them through, as PyTorch does).
 Overlap internal_overlap(const int64_t* sizes, const int64_t* strides, int ndim);
-// Every element of the covered range is used exactly once (a permutation of a contiguous layout).
+// Every element of the covered range is used exactly once (a permutation of a contiguous layout); empty
+// layouts count as dense, as in PyTorch (its contiguous flag is true for them).
 bool is_non_overlapping_and_dense(const int64_t* sizes, const int64_t* strides, int ndim);
-// PyTorch's suggest_memory_format: ChannelsLast(3d) when the strides look like it (is_channels_last_strides_*),
-// else Contiguous. Used where PyTorch's preserve_format meets a layout that is not dense.
-MemoryFormat suggest_memory_format(const int64_t* sizes, const int64_t* strides, int ndim);
+// PyTorch's infer_dense_strides: dense strides that keep the order of `strides` (what preserve_format gives
+// a layout that is not dense). Writes ndim strides to `out`.
+void infer_dense_strides(const int64_t* sizes, const int64_t* strides, int ndim, int64_t* out);
 // Strides of `format` (channels_last needs 4 dims, channels_last_3d 5) for sizes; false if not applicable.
 bool memory_format_strides(const int64_t* sizes, int ndim, MemoryFormat format, int64_t* out);
 

@@ -11,10 +11,11 @@ constexpr int64_t kExactCheckLimit = int64_t{1} << 22;  // elements enumerated b
 }
 
 Overlap internal_overlap(const int64_t* sizes, const int64_t* strides, int ndim) {
+  for (int d = 0; d < ndim; ++d)
+    if (sizes[d] == 0) return Overlap::No;  // no elements, nothing to share
   std::vector<int> dims;
   int64_t numel = 1;
   for (int d = 0; d < ndim; ++d) {
-    if (sizes[d] == 0) return Overlap::No;
     numel *= sizes[d];
     if (sizes[d] == 1) continue;
     if (strides[d] == 0) return Overlap::Yes;
@@ -44,6 +45,8 @@ Overlap internal_overlap(const int64_t* sizes, const int64_t* strides, int ndim)
 }
 
 bool is_non_overlapping_and_dense(const int64_t* sizes, const int64_t* strides, int ndim) {
+  for (int d = 0; d < ndim; ++d)
+    if (sizes[d] == 0) return true;
   std::vector<int> dims(static_cast<size_t>(ndim));
   std::iota(dims.begin(), dims.end(), 0);
   std::stable_sort(dims.begin(), dims.end(), [&](int a, int b) {
@@ -61,28 +64,32 @@ bool is_non_overlapping_and_dense(const int64_t* sizes, const int64_t* strides, 
   return true;
 }
 
-namespace {
-// PyTorch's is_channels_last_strides_2d_s4 / _3d_s5, with `order` innermost first.
-bool strides_like_channels_last(const int64_t* sizes, const int64_t* strides, const int* order, int n) {
-  if (strides[1] == 0) return false;  // a trivial C dimension: default to the contiguous layout
-  int64_t min = 0;
-  for (int i = 0; i < n; ++i) {
-    const int d = order[i];
-    if (sizes[d] == 0 || strides[d] < min) return false;
-    // N111 tensors (and N11W sliced on W) are ambiguous: they default to the contiguous layout.
-    if (d == 0 && min == strides[1]) return false;
-    min = strides[d];
-    if (sizes[d] > 1) min *= sizes[d];
+void infer_dense_strides(const int64_t* sizes, const int64_t* strides, int ndim, int64_t* out) {
+  std::vector<int> perm(static_cast<size_t>(ndim));
+  for (int i = 0; i < ndim; ++i) perm[i] = ndim - 1 - i;  // innermost first
+  // -1: a goes first, 1: b goes first, 0: keep; stride-0 dims never move (as TensorIterator does).
+  auto compare = [&](int a, int b) {
+    if (strides[a] == 0 || strides[b] == 0) return 0;
+    if (strides[a] != strides[b]) return strides[a] < strides[b] ? -1 : 1;
+    return sizes[a] > sizes[b] ? 1 : 0;
+  };
+  for (int i = 1; i < ndim; ++i) {  // a stable insertion sort
+    int moving = i;
+    for (int j = i - 1; j >= 0; --j) {
+      const int c = compare(perm[j], perm[moving]);
+      if (c > 0) {
+        std::swap(perm[j], perm[moving]);
+        moving = j;
+      } else if (c < 0) {
+        break;
+      }
+    }
   }
-  return true;
-}
-}  // namespace
-
-MemoryFormat suggest_memory_format(const int64_t* sizes, const int64_t* strides, int ndim) {
-  const int order4[] = {1, 3, 2, 0}, order5[] = {1, 4, 3, 2, 0};
-  if (ndim == 4 && strides_like_channels_last(sizes, strides, order4, 4)) return MemoryFormat::ChannelsLast;
-  if (ndim == 5 && strides_like_channels_last(sizes, strides, order5, 5)) return MemoryFormat::ChannelsLast3d;
-  return MemoryFormat::Contiguous;
+  int64_t running = 1;
+  for (int d : perm) {
+    out[d] = running;
+    if (sizes[d] > 1) running *= sizes[d];
+  }
 }
 
 bool memory_format_strides(const int64_t* sizes, int ndim, MemoryFormat format, int64_t* out) {

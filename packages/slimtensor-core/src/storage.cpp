@@ -40,42 +40,42 @@ void trace_storage(EventKind kind, const StorageImpl& s, const char* op) {
 
 }  // namespace
 
-StorageImpl* StorageImpl::allocate(Device device, int64_t nbytes) {
-  ST_CHECK(nbytes >= 0, Value, "allocate(): expected a byte count >= 0 but got ", nbytes);
+StorageImpl* StorageImpl::allocate(Device device, int64_t nbytes, const char* function) {
+  ST_CHECK(nbytes >= 0, Value, function, ": expected a byte count >= 0 but got ", nbytes);
   if (device.index < 0) device.index = 0;  // "cuda" means the current device: index 0 (no plugin switches it)
   StorageImpl* s = nullptr;
   if (device.type == kCPU) {
     if (nbytes <= kInlineBlockLimit) {
       // malloc + manual alignment: glibc's aligned_alloc costs several times more for small blocks.
       void* block = std::malloc(kHeaderBytes + static_cast<size_t>(nbytes) + kAlignment);
-      if (!block) throw Error(ErrorKind::Memory, "allocate(): out of memory allocating " + std::to_string(nbytes) + " bytes on cpu");
+      ST_CHECK(block != nullptr, Memory, function, ": out of memory allocating ", nbytes, " bytes on cpu");
       const uintptr_t aligned = (reinterpret_cast<uintptr_t>(block) + kAlignment - 1) & ~(uintptr_t{kAlignment} - 1);
       s = new (reinterpret_cast<void*>(aligned)) StorageImpl();
       s->inline_block_ = block;
       s->data_ = nbytes > 0 ? reinterpret_cast<char*>(aligned) + kHeaderBytes : nullptr;
     } else {
       void* data = aligned_block(static_cast<size_t>(nbytes));
-      ST_CHECK(data != nullptr, Memory, "allocate(): out of memory allocating ", nbytes, " bytes (",
+      ST_CHECK(data != nullptr, Memory, function, ": out of memory allocating ", nbytes, " bytes (",
                static_cast<double>(nbytes) / (1 << 30), " GiB) on cpu");
       s = new (std::nothrow) StorageImpl();
       if (!s) {
         std::free(data);
-        throw Error(ErrorKind::Memory, "allocate(): out of memory allocating a storage header");
+        throw Error(ErrorKind::Memory, std::string(function) + ": out of memory allocating a storage header");
       }
       s->data_ = data;
     }
   } else {
-    const DeviceEntry& entry = usable_device(device, "allocate()");
+    const DeviceEntry& entry = usable_device(device, function);
     void* data = nullptr;
     if (nbytes > 0) {
       const int rc = entry.table->allocate(entry.table->ctx, device.index, static_cast<uint64_t>(nbytes), &data);
-      ST_CHECK(rc == 0 && data != nullptr, Memory, "allocate(): ", entry.name, ":", device.index,
+      ST_CHECK(rc == 0 && data != nullptr, Memory, function, ": ", entry.name, ":", device.index,
                " could not allocate ", nbytes, " bytes: ", entry.table->last_error(entry.table->ctx));
     }
     s = new (std::nothrow) StorageImpl();
     if (!s) {
       if (data) entry.table->free(entry.table->ctx, device.index, data, static_cast<uint64_t>(nbytes));
-      throw Error(ErrorKind::Memory, "allocate(): out of memory allocating a storage header");
+      throw Error(ErrorKind::Memory, std::string(function) + ": out of memory allocating a storage header");
     }
     s->data_ = data;
   }

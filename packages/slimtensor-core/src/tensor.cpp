@@ -117,6 +117,7 @@ Tensor Tensor::make(Storage storage, Dims dims, int64_t offset, ScalarType dtype
 void Tensor::finish(const char* op) {
   ST_CHECK(storage_, Runtime, op, "(): the tensor has no storage");
   const int n = dims_.ndim();
+  ST_CHECK(n <= 64, Value, op, "(): at most 64 dims are supported but the result would have ", n);
   const int64_t* sz = dims_.sizes();
   const int64_t* st = dims_.strides();
   const int64_t isz = itemsize();
@@ -134,10 +135,12 @@ void Tensor::finish(const char* op) {
     overflow |= mul_overflows(st[d], sz[d] > 0 ? sz[d] - 1 : 0, &step);
     overflow |= add_overflows(last, step, &last);
   }
-  int64_t end_bytes = 0;
+  int64_t end_bytes = 0, view_bytes = 0;
   overflow |= add_overflows(last, 1, &last);
   overflow |= mul_overflows(last, isz, &end_bytes);
-  ST_CHECK(!overflow, Value, op, "(): sizes, strides and offset overflow int64 (numel or byte extent too large)");
+  overflow |= mul_overflows(numel, isz, &view_bytes);  // nbytes() of a broadcast view can exceed its extent
+  ST_CHECK(!overflow, Value, op, "(): sizes, strides and offset overflow int64 (numel, bytes or byte extent too "
+           "large)");
   numel_ = empty ? 0 : numel;
   if (numel_ > 0 && end_bytes > storage_->nbytes()) {
     const int64_t held = storage_->nbytes();

@@ -9,11 +9,24 @@
 namespace slimtensor {
 namespace {
 
-// Copies self's dims into a Dims of rank `ndim` for an operation to edit.
-Dims dims_of(const Tensor& self) { return self.dims(); }
-
 Tensor remake(const Tensor& self, Dims dims, int64_t offset, const char* op) {
   return Tensor::make(self.storage(), std::move(dims), offset, self.dtype(), op);
+}
+
+// self's dims without those for which drop(i) is true (select, squeeze).
+template <class Drop>
+Dims without_dims(const Tensor& self, Drop drop) {
+  const int n = self.ndim();
+  int kept = 0;
+  for (int i = 0; i < n; ++i) kept += !drop(i);
+  Dims out(kept);
+  for (int i = 0, j = 0; i < n; ++i) {
+    if (drop(i)) continue;
+    out.sizes()[j] = self.sizes()[i];
+    out.strides()[j] = self.strides()[i];
+    ++j;
+  }
+  return out;
 }
 
 }  // namespace
@@ -42,7 +55,7 @@ Tensor permute(const Tensor& self, IntList dims) {
 Tensor transpose(const Tensor& self, int64_t dim0, int64_t dim1) {
   const int n = self.ndim();
   const int64_t a = wrap_dim(dim0, n, "transpose()"), b = wrap_dim(dim1, n, "transpose()");
-  Dims out = dims_of(self);
+  Dims out = self.dims();
   if (n > 0) {
     std::swap(out.sizes()[a], out.sizes()[b]);
     std::swap(out.strides()[a], out.strides()[b]);
@@ -73,14 +86,8 @@ Tensor select(const Tensor& self, int64_t dim, int64_t index) {
   ST_CHECK(index >= -size && index < size, Index, "select(): index ", index, " is out of bounds for dimension ", d,
            " with size ", size);
   if (index < 0) index += size;
-  Dims out(n - 1);
-  for (int i = 0, j = 0; i < n; ++i) {
-    if (i == d) continue;
-    out.sizes()[j] = self.sizes()[i];
-    out.strides()[j] = self.strides()[i];
-    ++j;
-  }
-  return remake(self, std::move(out), self.storage_offset() + index * self.strides()[d], "select");
+  return remake(self, without_dims(self, [d](int i) { return i == d; }),
+                self.storage_offset() + index * self.strides()[d], "select");
 }
 
 Tensor narrow(const Tensor& self, int64_t dim, int64_t start, int64_t length) {
@@ -93,7 +100,7 @@ Tensor narrow(const Tensor& self, int64_t dim, int64_t start, int64_t length) {
   if (start < 0) start += size;
   ST_CHECK(length >= 0 && start + length <= size, Index, "narrow(): start (", start, ") + length (", length,
            ") exceeds dimension size (", size, ")");
-  Dims out = dims_of(self);
+  Dims out = self.dims();
   out.sizes()[d] = length;
   return remake(self, std::move(out), self.storage_offset() + start * self.strides()[d], "narrow");
 }
@@ -113,7 +120,7 @@ Tensor slice(const Tensor& self, int64_t dim, std::optional<int64_t> start_opt, 
   const int64_t start = start_opt ? clamp(*start_opt) : 0;
   const int64_t stop = stop_opt ? clamp(*stop_opt) : size;
   const int64_t length = stop > start ? (stop - start + step - 1) / step : 0;
-  Dims out = dims_of(self);
+  Dims out = self.dims();
   out.sizes()[d] = length;
   int64_t new_stride = 0;
   ST_CHECK(!__builtin_mul_overflow(self.strides()[d], step, &new_stride), Value,
@@ -144,28 +151,12 @@ Tensor squeeze(const Tensor& self, int64_t dim) {
   const int n = self.ndim();
   const int64_t d = wrap_dim(dim, n, "squeeze()");
   if (n == 0 || self.sizes()[d] != 1) return remake(self, self.dims(), self.storage_offset(), "squeeze");
-  Dims out(n - 1);
-  for (int i = 0, j = 0; i < n; ++i) {
-    if (i == d) continue;
-    out.sizes()[j] = self.sizes()[i];
-    out.strides()[j] = self.strides()[i];
-    ++j;
-  }
-  return remake(self, std::move(out), self.storage_offset(), "squeeze");
+  return remake(self, without_dims(self, [d](int i) { return i == d; }), self.storage_offset(), "squeeze");
 }
 
 Tensor squeeze_all(const Tensor& self) {
-  const int n = self.ndim();
-  int kept = 0;
-  for (int i = 0; i < n; ++i) kept += self.sizes()[i] != 1;
-  Dims out(kept);
-  for (int i = 0, j = 0; i < n; ++i) {
-    if (self.sizes()[i] == 1) continue;
-    out.sizes()[j] = self.sizes()[i];
-    out.strides()[j] = self.strides()[i];
-    ++j;
-  }
-  return remake(self, std::move(out), self.storage_offset(), "squeeze");
+  return remake(self, without_dims(self, [&self](int i) { return self.sizes()[i] == 1; }), self.storage_offset(),
+                "squeeze");
 }
 
 Tensor expand(const Tensor& self, IntList sizes) {
@@ -182,7 +173,8 @@ Tensor expand(const Tensor& self, IntList sizes) {
       ST_CHECK(want >= 0, Value, "expand(): size ", want, " is not allowed for a new leading dim ", i,
                " (-1 only keeps an existing size)");
       out.sizes()[i] = want;
-      out.strides()[i] = 0;
+      // PyTorch's inferExpandGeometry: a new dim of size 1 strides over the dims after it.
+      out.strides()[i] = want != 1 ? 0 : (i + 1 < m ? out.sizes()[i + 1] * out.strides()[i + 1] : 1);
       continue;
     }
     const int64_t have = self.sizes()[j];

@@ -23,7 +23,8 @@ struct Scalar {
 SLIMTENSOR_API void fill_(const Tensor& dst, const Scalar& value);
 // Reads the single element (numel must be 1) as a Scalar of the dtype's kind.
 SLIMTENSOR_API Scalar item(const Tensor& self);
-// A new tensor with the same data: dense layouts keep their strides, others become contiguous.
+// A new tensor with the same data; Preserve keeps dense strides and gives others dense strides in the same
+// order (PyTorch's preserve_format).
 SLIMTENSOR_API Tensor clone(const Tensor& self, MemoryFormat format = MemoryFormat::Preserve);
 // self if it already is contiguous in `format`, else a contiguous copy.
 SLIMTENSOR_API Tensor contiguous(const Tensor& self, MemoryFormat format = MemoryFormat::Contiguous);

@@ -35,8 +35,9 @@ struct Device {
 constexpr Device kCPUDevice{kCPU, 0};
 
 // Parses "cpu", "cpu:0", "cuda", "cuda:12", "mps", or a registered plugin name, optionally ":index".
-// Throws Error(Value) naming the registered devices when the name is unknown or the index malformed.
-SLIMTENSOR_API Device parse_device(std::string_view text);
+// Throws Error(Value) naming `function` and the registered devices when the name is unknown or the
+// index malformed.
+SLIMTENSOR_API Device parse_device(std::string_view text, const char* function = "Device()");
 // "cpu", "cuda:1", "hostdev:0": the registry's name for the type, and the index unless it is -1.
 SLIMTENSOR_API std::string device_string(Device d);
 

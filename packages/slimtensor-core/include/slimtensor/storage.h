@@ -38,8 +38,9 @@ class SLIMTENSOR_API StorageImpl {
     if (refcount_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy();
   }
 
-  // Allocates `nbytes` on `device` (64-byte aligned on the CPU). Throws Error(Memory) when it cannot.
-  static StorageImpl* allocate(Device device, int64_t nbytes);
+  // Allocates `nbytes` on `device` (64-byte aligned on the CPU). Throws Error(Memory) naming `function`
+  // when it cannot.
+  static StorageImpl* allocate(Device device, int64_t nbytes, const char* function = "allocate()");
   // Wraps memory the core does not own. `deleter` may be null (nothing to release). `owner` describes
   // who owns the memory ("numpy.ndarray", "dlpack", "model constant") for traces.
   static StorageImpl* borrow(Device device, void* data, int64_t nbytes, BorrowDeleter deleter, void* context,

@@ -59,3 +59,7 @@ contiguous_format = memory_format.contiguous_format
 preserve_format = memory_format.preserve_format
 channels_last = memory_format.channels_last
 channels_last_3d = memory_format.channels_last_3d
+
+from . import viz  # pictures; sets Tensor._repr_html_; matplotlib is imported on first use  # noqa: E402
+from .trace import trace  # noqa: E402
+from .viz import set_display  # noqa: E402

@@ -41,6 +41,9 @@ def memory_stats(device: Any = None) -> dict[str, Any]:
     """
     if device is not None:
         return _C._memory_stats(device)
+    from . import _plugins
+
+    _plugins.autoload()  # every device type, plugins included (Note [Plugin discovery])
     return {d["name"]: _C._memory_stats_by_code(d["code"]) for d in _C._devices()}
 
 

@@ -10,7 +10,13 @@ import numpy as np
 from . import _C
 from ._dtypes import from_numpy_dtype
 
-_BUFFER_KINDS = frozenset("biufc")  # numpy kinds whose buffer format names the element type
+# numpy scalar types whose buffer format names the element type (ml_dtypes' types have none, even where
+# their numpy kind is 'f', as float8_e5m2's is).
+_BUFFER_TYPES = frozenset(
+    np.dtype(n).type
+    for n in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+              "float32", "float64", "complex64", "complex128")
+)
 
 
 def from_numpy(array: np.ndarray) -> _C.Tensor:
@@ -21,7 +27,7 @@ def from_numpy(array: np.ndarray) -> _C.Tensor:
     """
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy(): expected a numpy.ndarray but got {type(array).__name__}")
-    if array.dtype.kind in _BUFFER_KINDS:
+    if array.dtype.type in _BUFFER_TYPES:
         return _C._from_buffer(array)  # the buffer format names the dtype
     # ml_dtypes types (bfloat16, float8) have no buffer format: view the bytes as unsigned ints.
     dt = from_numpy_dtype(array.dtype)
@@ -46,6 +52,7 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
     Shares memory when it can (copy=None), always copies with copy=True, and raises ValueError with
     copy=False when a copy would be needed.
     """
+    fresh = False  # t is already a new tensor (made from Python objects)
     if isinstance(obj, _C.Tensor):
         t = obj
     elif isinstance(obj, np.ndarray):
@@ -68,10 +75,15 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
             raise TypeError(f"asarray(): cannot convert an object of type {type(obj).__name__} to a tensor")
         # np.require keeps 0-d arrays 0-d (np.ascontiguousarray would make them 1-d).
         t = from_numpy(np.require(arr, requirements="C"))
-        copy = builtins.bool(copy)
+        fresh = True
     if dtype is not None or device is not None:
-        t = t._to(device, dtype, builtins.bool(copy))
-    elif copy:
+        converted = t._to(device, dtype, builtins.bool(copy) and not fresh)
+        if copy is False and not converted._is_same(t):
+            raise ValueError(
+                f"asarray(): copy=False but converting to dtype={dtype}, device={device} needs a copy"
+            )
+        t = converted
+    elif copy and not fresh:
         t = t.clone()
     return t
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from . import _C
-from ._dtypes import to_numpy_dtype
+from ._dtypes import _NUMPY_NATIVE, to_numpy_dtype
 
 Tensor = _C.Tensor
 
@@ -29,7 +29,7 @@ def _numpy(self: Tensor) -> np.ndarray:
     if self.device.type != "cpu":
         raise TypeError(f"numpy(): the tensor is on {self.device}; copy it first with .cpu()")
     npdt = to_numpy_dtype(self.dtype)
-    if npdt.kind in "biufc" and npdt.name == self.dtype.name:
+    if self.dtype.name in _NUMPY_NATIVE:
         return np.asarray(memoryview(self))
     raw = np.asarray(memoryview(self.view(_RAW_VIEW[self.itemsize])))
     return raw.view(npdt)

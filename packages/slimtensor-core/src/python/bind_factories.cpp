@@ -1,4 +1,6 @@
 // bind_factories.cpp: empty, empty_strided, zeros, ones, full, empty_like, from_blob.
+#include <nanobind/stl/string.h>
+
 #include "common.h"
 #include "slimtensor/error.h"
 #include "slimtensor/factories.h"
@@ -23,7 +25,7 @@ Shape shape_arg(nb::handle obj, const char* function) {
 Tensor filled(nb::args size, const Scalar& value, nb::handle dtype, nb::handle device, const char* function) {
   const Shape s = shape_arg(size, function);
   const ScalarType t = to_dtype(dtype, kDefaultFloat, function);
-  Tensor out = empty(IntList(s.v, s.n), t, to_device(device, function));
+  Tensor out = empty(IntList(s.v, s.n), t, to_device(device, function), function);
   if (out.nbytes() >= (1 << 16)) {
     nb::gil_scoped_release release;
     fill_(out, value);
@@ -61,7 +63,7 @@ void bind_factories(nb::module_& m) {
     const Scalar s = to_scalar(value, "full()");
     const Shape shape = shape_arg(size, "full()");
     const ScalarType t = to_dtype(dtype, inferred_dtype(s), "full()");
-    Tensor out = empty(IntList(shape.v, shape.n), t, to_device(device, "full()"));
+    Tensor out = empty(IntList(shape.v, shape.n), t, to_device(device, "full()"), "full()");
     nb::gil_scoped_release release;
     fill_(out, s);
     return out;
@@ -93,10 +95,11 @@ void bind_factories(nb::module_& m) {
              "; give one stride per dim");
     PyObject* context = owner.is_none() ? nullptr : owner.ptr();
     Py_XINCREF(context);  // released by the storage's deleter (Note [Storage ownership])
+    const std::string owner_name = context ? nb::cast<std::string>(nb::str(owner.type().attr("__name__"))) : "from_blob";
     try {
       return from_blob(reinterpret_cast<void*>(ptr), IntList(s.v, s.n), IntList(st.v, st.n), storage_offset,
                        to_dtype(dtype, kDefaultFloat, "from_blob()"), to_device(device, "from_blob()"),
-                       context ? release_python_owner : nullptr, context, read_only);
+                       context ? release_python_owner : nullptr, context, read_only, owner_name.c_str());
     } catch (...) {
       Py_XDECREF(context);
       throw;

@@ -31,8 +31,13 @@ nb::object int_tuple(const int64_t* v, int n) {
   return nb::steal(t);
 }
 
-MemoryFormat to_format(nb::handle obj, MemoryFormat fallback) {
+MemoryFormat to_format(nb::handle obj, MemoryFormat fallback, const char* function) {
   if (obj.is_none()) return fallback;
+  if (!nb::isinstance<MemoryFormat>(obj)) {
+    throw nb::type_error((std::string(function) + ": memory_format must be one of slimtensor.contiguous_format, "
+                          "preserve_format, channels_last, channels_last_3d but got " +
+                          nb::cast<std::string>(nb::repr(obj))).c_str());
+  }
   return nb::cast<MemoryFormat>(obj);
 }
 
@@ -97,11 +102,11 @@ void bind_tensor(nb::module_& m) {
       .def_prop_ro("mT", [](const Tensor& t) { return matrix_transpose(t); })
       .def("size", [](const Tensor& t, nb::handle dim) -> nb::object {
         if (dim.is_none()) return int_tuple(t.sizes(), t.ndim());
-        return nb::int_(t.size(nb::cast<int64_t>(dim)));
+        return nb::int_(t.size(to_int64(dim, "size()", "dim")));
       }, nb::arg("dim") = nb::none())
       .def("stride", [](const Tensor& t, nb::handle dim) -> nb::object {
         if (dim.is_none()) return int_tuple(t.strides(), t.ndim());
-        return nb::int_(t.stride(nb::cast<int64_t>(dim)));
+        return nb::int_(t.stride(to_int64(dim, "stride()", "dim")));
       }, nb::arg("dim") = nb::none())
       .def("storage_offset", &Tensor::storage_offset)
       .def("numel", &Tensor::numel)
@@ -110,7 +115,7 @@ void bind_tensor(nb::module_& m) {
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
       .def("storage", [](const Tensor& t) { return PyStorage{t.storage()}; })
       .def("is_contiguous", [](const Tensor& t, nb::handle format) {
-        return t.is_contiguous(to_format(format, MemoryFormat::Contiguous));
+        return t.is_contiguous(to_format(format, MemoryFormat::Contiguous, "is_contiguous()"));
       }, nb::arg("memory_format") = nb::none())
       .def("__len__", [](const Tensor& t) {
         ST_CHECK(t.ndim() > 0, Type, "len() of a 0-d tensor");
@@ -141,7 +146,7 @@ void bind_tensor(nb::module_& m) {
       .def("unsqueeze", [](const Tensor& t, int64_t dim) { return unsqueeze(t, dim); })
       .def("squeeze", [](const Tensor& t, nb::handle dim) {
         if (dim.is_none()) return squeeze_all(t);
-        return squeeze(t, nb::cast<int64_t>(dim));
+        return squeeze(t, to_int64(dim, "squeeze()", "dim"));
       }, nb::arg("dim") = nb::none())
       .def("expand", [](const Tensor& t, nb::args sizes) {
         int64_t s[kMaxDims];
@@ -173,7 +178,7 @@ void bind_tensor(nb::module_& m) {
       // --- copies ---
       .def("contiguous", [](nb::handle_t<Tensor> self, nb::handle format) -> nb::object {
         const Tensor& t = *nb::inst_ptr<Tensor>(self);
-        const MemoryFormat f = to_format(format, MemoryFormat::Contiguous);
+        const MemoryFormat f = to_format(format, MemoryFormat::Contiguous, "contiguous()");
         ST_CHECK(f != MemoryFormat::Preserve, Value, "contiguous(): memory_format=preserve_format is not allowed; "
                  "use contiguous_format, channels_last or channels_last_3d");
         if (t.is_contiguous(f)) return nb::borrow(self);  // the tensor itself, as in PyTorch
@@ -185,7 +190,7 @@ void bind_tensor(nb::module_& m) {
         return nb::cast(std::move(out));
       }, nb::arg("memory_format") = nb::none())
       .def("clone", [](const Tensor& t, nb::handle format) {
-        const MemoryFormat f = to_format(format, MemoryFormat::Preserve);
+        const MemoryFormat f = to_format(format, MemoryFormat::Preserve, "clone()");
         nb::gil_scoped_release release;
         return clone(t, f);
       }, nb::arg("memory_format") = nb::none())
@@ -206,6 +211,8 @@ void bind_tensor(nb::module_& m) {
       }, nb::arg("value").none())
       .def("zero_", [](nb::handle_t<Tensor> self) {
         const Tensor& t = *nb::inst_ptr<Tensor>(self);
+        ST_CHECK(!t.is_read_only(), Runtime, "zero_(): the tensor is read-only (it borrows memory its owner marked "
+                 "read-only); zero a copy instead: t = t.clone()");
         if (t.nbytes() >= kReleaseGilBytes) {
           nb::gil_scoped_release release;
           fill_(t, Scalar::from_int(0));

@@ -51,7 +51,7 @@ ScalarType to_dtype(nb::handle obj, ScalarType fallback, const char* function) {
 Device to_device(nb::handle obj, const char* function) {
   if (obj.is_none()) return kCPUDevice;
   if (Device* d; nb::try_cast<Device*>(obj, d) && d) return *d;
-  if (nb::isinstance<nb::str>(obj)) return parse_device(nb::borrow<nb::str>(obj).c_str());
+  if (nb::isinstance<nb::str>(obj)) return parse_device(nb::borrow<nb::str>(obj).c_str(), function);
   throw nb::type_error((std::string(function) + ": device must be a slimtensor.Device or a string like 'cpu' or "
                         "'cuda:1' but got " + nb::cast<std::string>(nb::str(obj.type().attr("__name__")))).c_str());
 }
@@ -137,6 +137,22 @@ Scalar to_scalar(nb::handle obj, const char* function) {
                           nb::cast<std::string>(nb::str(obj.type().attr("__name__")))).c_str());
   }
   return Scalar::from_double(d);
+}
+
+int64_t to_int64(nb::handle obj, const char* function, const char* what) {
+  PyObject* o = obj.ptr();
+  if (PyBool_Check(o) || !(PyLong_Check(o) || PyIndex_Check(o))) {
+    throw nb::type_error((std::string(function) + ": " + what + " must be an int but got " +
+                          nb::cast<std::string>(nb::str(obj.type().attr("__name__")))).c_str());
+  }
+  nb::object index = nb::steal(PyNumber_Index(o));
+  if (!index.is_valid()) throw nb::python_error();
+  const long long v = PyLong_AsLongLong(index.ptr());
+  if (v == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw nb::value_error((std::string(function) + ": " + what + " does not fit in int64").c_str());
+  }
+  return v;
 }
 
 nb::object scalar_to_python(const Scalar& s, ScalarType t) {

@@ -1,5 +1,7 @@
 // buffer.cpp: the Python buffer protocol both ways: Tensor exports it (numpy, memoryview) and
 // _from_buffer imports any exporter (numpy arrays, bytearray, array.array) without copying.
+#include <nanobind/stl/string.h>
+
 #include <cstring>
 #include <string>
 
@@ -162,8 +164,9 @@ Tensor from_buffer(nb::handle obj, nb::handle dtype_override) {
   } catch (const Error& e) {
     fail_with(PyExc_ValueError, e.what());
   }
+  const std::string owner = nb::cast<std::string>(nb::str(obj.type().attr("__name__")));
   return from_blob(view->buf, IntList(sizes, n), IntList(strides, n), 0, dtype, kCPUDevice, release_python_buffer, view,
-                   read_only);
+                   read_only, owner.c_str(), "from_buffer");
 }
 
 }  // namespace

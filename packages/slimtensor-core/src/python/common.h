@@ -22,6 +22,8 @@ ScalarType to_dtype(nb::handle obj, ScalarType fallback, const char* function);
 Device to_device(nb::handle obj, const char* function);
 // Sizes given as a tuple/list, or as varargs (a tuple of ints); fills `out`, returns the count.
 int64_t to_int_list(nb::handle obj, int64_t* out, int64_t capacity, const char* function);
+// An int argument (or anything with __index__, not bool); TypeError/ValueError naming `function` otherwise.
+int64_t to_int64(nb::handle obj, const char* function, const char* what);
 // A Python number (bool, int, float, complex) as a Scalar; raises TypeError otherwise.
 Scalar to_scalar(nb::handle obj, const char* function);
 nb::object scalar_to_python(const Scalar& s, ScalarType t);

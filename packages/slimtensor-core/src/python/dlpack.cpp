@@ -185,6 +185,8 @@ Tensor import_managed(Managed* m, bool read_only) {
   const dlpack::Tensor& dl = m->dl_tensor;
   ST_CHECK(dl.ndim >= 0 && dl.ndim <= 64, Value, "from_dlpack(): ndim must be in [0, 64] but the capsule says ",
            dl.ndim);
+  ST_CHECK(dl.ndim == 0 || dl.shape != nullptr, Value, "from_dlpack(): the capsule has ndim ", dl.ndim,
+           " but a null shape pointer; the producer is broken");
   ScalarType dtype;
   if (!scalar_type_of(dl.dtype, &dtype)) {
     fail(ErrorKind::Type, "from_dlpack(): unsupported DLPack dtype (code ", int(dl.dtype.code), ", bits ",

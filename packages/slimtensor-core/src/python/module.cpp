@@ -28,6 +28,9 @@ void translate_errors(const std::exception_ptr& p, void*) {
       case ErrorKind::Runtime: type = PyExc_RuntimeError; break;
     }
     PyErr_SetString(type, e.what());
+  } catch (const std::bad_cast&) {
+    // An argument nanobind could not convert inside a function body (the signatures catch the rest).
+    PyErr_SetString(PyExc_TypeError, "slimtensor: an argument has the wrong type (see the function's signature)");
   }
 }
 

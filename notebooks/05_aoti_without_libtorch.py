@@ -1,0 +1,144 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python (slimtensor)
+#     language: python
+#     name: slimtensor
+# ---
+
+# %% [markdown]
+# # 05 · Running an AOTInductor model without libtorch
+#
+# PyTorch's **AOTInductor** compiles a model ahead of time into a shared library. The generated code does
+# not call PyTorch's C++ directly: it calls a small C ABI, the **AOTI shim** (`aoti_torch_empty_strided`,
+# `aoti_torch_get_data_ptr`, `aoti_torch_delete_tensor_object`, ...). Compiled with
+# `aot_inductor.link_libtorch=False`, the model does not even link against libtorch. slimtensor
+# implements that shim, so the model runs in a process where **torch is not imported at all**.
+#
+# The plan:
+# 1. compile a small model with torch, in a **separate process** (torch is only needed at build time);
+# 2. load it here with `st.aoti.load` and run it on slimtensor tensors;
+# 3. trace its memory: every buffer the model allocates, every AOTI handle it creates and deletes.
+
+# %%
+import importlib.util
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import slimtensor as st
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+try:
+    from slimtensor import aoti
+    HAVE_AOTI = hasattr(aoti, "load")
+except ImportError as e:
+    aoti, HAVE_AOTI, AOTI_ERROR = None, False, str(e)
+else:
+    AOTI_ERROR = "slimtensor.aoti has no load()"
+print("torch installed:", HAVE_TORCH, "| st.aoti available:", HAVE_AOTI)
+if not HAVE_TORCH:
+    print("skipped: torch is not installed, so no model can be compiled here; install torch (CPU is "
+          "enough) to run this notebook. Running an already compiled .pt2 needs only slimtensor.")
+if not HAVE_AOTI:
+    print(f"skipped: the AOTI runner is not available in this build of slimtensor ({AOTI_ERROR})")
+READY = HAVE_TORCH and HAVE_AOTI
+
+# %% [markdown]
+# ## 1. Compile in a subprocess
+#
+# The script below is an ordinary torch program: define a model, `torch.export` it, and package it with
+# `aoti_compile_and_package`. It also saves an input and torch's own output, to check our result
+# against. It runs in its own interpreter, so this kernel never loads libtorch.
+
+# %%
+COMPILE = textwrap.dedent('''
+    import sys
+    import numpy as np
+    import torch
+
+    class TinyNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = torch.nn.Linear(8, 16)
+            self.fc2 = torch.nn.Linear(16, 4)
+
+        def forward(self, x):
+            return torch.softmax(self.fc2(torch.relu(self.fc1(x))), dim=-1)
+
+    out = sys.argv[1]
+    torch.manual_seed(0)
+    model = TinyNet().eval()
+    x = torch.randn(2, 8)
+    program = torch.export.export(model, (x,))
+    torch._inductor.aoti_compile_and_package(
+        program, package_path=out + "/tiny.pt2",
+        inductor_configs={"aot_inductor.link_libtorch": False})
+    np.save(out + "/x.npy", x.numpy())
+    np.save(out + "/expected.npy", model(x).detach().numpy())
+''')
+
+workdir = Path(tempfile.mkdtemp(prefix="slimtensor-aoti-"))
+if READY:
+    run = subprocess.run([sys.executable, "-c", COMPILE, str(workdir)], capture_output=True, text=True,
+                         timeout=900)
+    if run.returncode != 0:
+        print(run.stderr[-3000:])
+        raise RuntimeError("compiling the model failed (see above)")
+    print("compiled:", sorted(p.name for p in workdir.iterdir()))
+    print("torch imported in this kernel:", "torch" in sys.modules)
+
+# %% [markdown]
+# ## 2. Load and run it on slimtensor
+
+# %%
+if READY:
+    model = aoti.load(str(workdir / "tiny.pt2"), device="cpu")
+    x = st.from_numpy(np.load(workdir / "x.npy"))
+    outputs = model(x)
+    y = outputs[0] if isinstance(outputs, (list, tuple)) else outputs
+    expected = np.load(workdir / "expected.npy")
+    print("output", y.shape, y.dtype.name, "matches torch:", np.allclose(y.numpy(), expected, atol=1e-5))
+    print(y.numpy())
+
+# %% [markdown]
+# ## 3. What the model does with memory
+#
+# Tracing a second run shows the model's working set: intermediate buffers it allocates through
+# `aoti_torch_empty_strided`, the AOTI handles it creates and deletes, and which storages are still
+# alive when it returns (the outputs).
+
+# %%
+if READY:
+    with st.trace() as tr:
+        outputs = model(x)
+    print(tr.summary())
+    kinds = tr.kinds()
+    print("handles created / deleted:", kinds.count("handle_create"), "/", kinds.count("handle_delete"))
+
+# %%
+if READY:
+    display(st.viz.lifetimes(tr))  # noqa: F821 - IPython's display
+
+# %% [markdown]
+# The output is a slimtensor tensor like any other: its layout picture, its storage, its owner.
+
+# %%
+if READY:
+    display(y)  # noqa: F821 - IPython's display
+    print("torch imported in this kernel:", "torch" in sys.modules)
+
+# %% [markdown]
+# **What to remember:** torch is a *build-time* tool here. The `.pt2` package carries a shared library
+# that speaks the AOTI shim ABI, and slimtensor supplies that ABI, so deploying the model needs
+# slimtensor and nothing else.
