@@ -15,7 +15,7 @@ import json
 import os
 import sys
 import time
-from typing import Iterator
+from typing import Any, Iterator
 
 from . import _machine, _report, _schema
 from ._case import Case, Libs, to_json
@@ -60,7 +60,7 @@ def _settings(case: Case, quick: bool) -> Settings:
 @contextlib.contextmanager
 def _threads(libs: Libs, n: int) -> Iterator[dict]:
     """n threads for slimtensor and torch; with n == 1 the process is pinned to one CPU (the last allowed)."""
-    info = {"threads": n, "pinned_cpu": None}
+    info: dict[str, Any] = {"threads": n, "pinned_cpu": None}
     old_affinity = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     old_st = libs.st.get_num_threads()
     old_torch = libs.torch.get_num_threads() if libs.torch is not None else None
@@ -88,7 +88,7 @@ def run(quick: bool = False, filter: list[str] | str | None = None, torch: bool 
     libs = Libs.load(with_torch=torch)
     cases = [c for c in _all_cases(libs, quick) if _selected(c.id, patterns)]
     started = time.perf_counter()
-    out = {
+    out: dict[str, Any] = {
         "schema": SCHEMA,
         "created": _machine.now_iso(),
         "command": _machine.command_line(argv if argv is not None else (["--quick"] if quick else [])),

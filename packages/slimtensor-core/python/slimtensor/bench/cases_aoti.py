@@ -103,16 +103,18 @@ def _shim_cases(libs: Libs, quick: bool) -> list[Case]:
     if reason is None and lib_st is None:
         reason = f"libslimtensor was not found under {libs.st.cmake_prefix()}/lib"
     title = "per-call cost of the aoti_torch_* shims, slimtensor vs libtorch_cpu, through one dlsym harness"
-    if reason is not None:
-        return [Case(id="aoti/shim_calls", group="aoti", title=title, params={}, metric="time", skipped=reason)]
+    if reason is not None or source is None or lib_st is None:
+        return [Case(id="aoti/shim_calls", group="aoti", title=title, params={}, metric="time",
+                     skipped=reason or "unreachable")]
     harness = _ShimHarness(source)
+    st_path: str = lib_st
     lib_torch = _libtorch(libs.torch)
     out = []
     for name in harness.names:
 
         def run(settings: Settings, name: str = name) -> dict:
             count = 1 if quick else 3
-            res = {"slimtensor": summarize([r[name] for r in harness.runs(lib_st, count)], number=1_000_000),
+            res = {"slimtensor": summarize([r[name] for r in harness.runs(st_path, count)], number=1_000_000),
                    "numpy": {"skipped": "numpy has no C shim ABI"}}
             if lib_torch is None:
                 res["torch"] = {"skipped": libs.torch_reason or "libtorch_cpu was not found in the torch package"}
@@ -139,18 +141,20 @@ def _model_cases(libs: Libs, quick: bool) -> list[Case]:
     if reason is None and not model_dir:
         reason = (f"set {MODELS_ENV} to a folder of models compiled by tests/aoti/compile_models.py (compiling "
                   "needs torch's inductor and minutes, so the suite does not do it itself)")
-    names = sorted(Path(model_dir).glob("*.pt2")) if reason is None else []
+    names = sorted(Path(model_dir).glob("*.pt2")) if reason is None and model_dir else []
     if reason is None and not names:
         reason = f"{MODELS_ENV}={model_dir} holds no .pt2 models"
-    if reason is not None:
-        return [Case(id="aoti/model_latency", group="aoti", title=title, params={}, metric="time", skipped=reason)]
+    if reason is not None or script is None or not model_dir:
+        return [Case(id="aoti/model_latency", group="aoti", title=title, params={}, metric="time",
+                     skipped=reason or "unreachable")]
+    folder: str = model_dir
     cache: dict = {}
 
     def rows() -> dict:
         if not cache:
             with tempfile.TemporaryDirectory() as tmp:
                 out = os.path.join(tmp, "aoti.json")
-                subprocess.run([sys.executable, str(script), model_dir, "--threads", "1", "--json", out], check=True,
+                subprocess.run([sys.executable, str(script), folder, "--threads", "1", "--json", out], check=True,
                                capture_output=True, text=True, timeout=1800)
                 with open(out) as f:
                     cache.update({r["case"]: r for r in json.load(f)["rows"]})
