@@ -30,7 +30,6 @@
 # The schema of the results and the method are in `docs/benchmarks.md`.
 
 # %%
-# %matplotlib inline
 import os
 from pathlib import Path
 

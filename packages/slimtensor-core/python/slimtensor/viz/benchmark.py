@@ -24,9 +24,9 @@ def _load(results: Any) -> dict:
 
 
 def _figure(width: float, height: float):
-    from matplotlib.figure import Figure
+    from ._mpl import new_figure  # a VizFigure: Jupyter shows it as SVG, no pyplot state
 
-    return Figure(figsize=(width, height), layout="constrained")
+    return new_figure(width, height)
 
 
 def _size_label(nbytes: int) -> str:
@@ -142,7 +142,8 @@ def benchmark(results: Any, kind: str = "copy", dtype: str = "float32-float32", 
     interquartile band, then slimtensor's speed-up against each peer per case (bars, log scale).
     `dtype` picks the conversion ("float32-bfloat16", ...) and `threads` the thread count.
     kind="call": per-call time of each Python operation per library, then the speed-up bars.
-    Returns a matplotlib Figure (no pyplot state; display it or call fig.savefig(...)).
+    Returns a matplotlib Figure (slimtensor.viz's VizFigure: no pyplot state, shown as SVG in Jupyter;
+    display it or call fig.savefig(...)).
     """
     data = _load(results)
     if kind == "copy":
