@@ -167,7 +167,14 @@ template <class Store>
 void transpose_tiles(const char* src, int64_t src_row, char* dst, int64_t dst_row, int64_t rows, int64_t cols) {
   if (src_row > 512) {  // source rows far apart: bands of 16 source rows, each read front to back
     for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+      const int64_t band = cols - j0 < 16 ? cols - j0 : 16;
       for (int64_t i0 = 0; i0 < rows; i0 += 8) {
+        // each source row 256 bytes ahead, once per line, as copy_avx512.cpp's kFarPrefetchElems (64 MiB
+        // 2-d transpose 7.5 GB/s against 7.0 without)
+        if ((i0 & 15) == 0 && i0 + 64 < rows) {
+          const char* p = src + (i0 + 64) * 4 + j0 * src_row;
+          for (int64_t k = 0; k < band; ++k) _mm_prefetch(p + k * src_row, _MM_HINT_T0);
+        }
         tile8_at<Store>(src, src_row, dst, dst_row, rows, cols, i0, j0);
         if (j0 + 8 < cols) tile8_at<Store>(src, src_row, dst, dst_row, rows, cols, i0, j0 + 8);
       }
