@@ -37,8 +37,13 @@ def cpu_flags() -> set[str]:
 def copy_isa() -> str:
     """The copy-kernel instruction set the core picks: SLIMTENSOR_ISA if set, else the best the CPU has.
 
-    It mirrors select_kernels() in src/copy_kernels.cpp (the core does not expose its choice to Python).
+    Asked from the core when its module exposes slimtensor._C._copy_isa(); otherwise worked out here the
+    way select_kernels() in src/copy_kernels.cpp does.
     """
+    from slimtensor import _C
+
+    if hasattr(_C, "_copy_isa"):
+        return str(_C._copy_isa())
     flags = cpu_flags()
     best = "scalar"
     if {"avx2", "fma", "f16c"} <= flags:
