@@ -30,12 +30,21 @@ help:
 	@echo "make browser-check  run notebook 01 in headless Chromium, screenshot to docs/images/"
 
 # --- system packages ------------------------------------------------------------------------------
-# The build needs a C++17 compiler. Installed with apt when we are root and it is missing; otherwise the
-# exact command is printed.
+# The build needs a C++17 compiler; AOTInductor models need SLEEF (Debian's libsleef3: no PyPI package
+# ships it, and the core wheel bundles the copy it finds at build time). Installed with apt when we are
+# root and they are missing; otherwise the exact command is printed.
+APT_PACKAGES := $(if $(shell command -v c++),,g++) $(if $(shell ldconfig -p 2>/dev/null | grep -F libsleef.so.3),,libsleef3)
+
 system-deps:
-	@command -v c++ >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get update -q && apt-get install -y -q g++; \
-	  else echo "slimtensor needs a C++17 compiler: run 'sudo apt-get install g++' (Debian/Ubuntu) or 'xcode-select --install' (macOS)"; exit 1; fi; }
+	@if [ -n "$(strip $(APT_PACKAGES))" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(APT_PACKAGES); \
+	  elif ! command -v c++ >/dev/null; then \
+	    echo "slimtensor needs a C++17 compiler: run 'sudo apt-get install g++' (Debian/Ubuntu) or 'xcode-select --install' (macOS)"; exit 1; \
+	  else \
+	    echo "note: without SLEEF, AOTInductor models compile to scalar kernels; install it: sudo apt-get install libsleef3"; \
+	  fi; \
+	fi
 
 # --- environments ---------------------------------------------------------------------------------
 $(LAB_VENV)/.stamp: requirements/lab.txt requirements/build.txt | system-deps

@@ -116,7 +116,7 @@ if READY:
 #
 # Tracing a second run shows the model's working set: intermediate buffers it allocates through
 # `aoti_torch_empty_strided`, the AOTI handles it creates and deletes, and which storages are still
-# alive when it returns (the outputs).
+# alive when it returns (the outputs, each still held by its handle until the output tensor goes).
 
 # %%
 if READY:
@@ -124,7 +124,12 @@ if READY:
         outputs = model(x)
     print(tr.summary())
     kinds = tr.kinds()
-    print("handles created / deleted:", kinds.count("handle_create"), "/", kinds.count("handle_delete"))
+    created, deleted = kinds.count("handle_create"), kinds.count("handle_delete")
+    print("handles created / deleted:", created, "/", deleted)
+    # The model deletes every handle it made for intermediates; each output's handle belongs to the output
+    # tensor and is deleted with it, after the trace.
+    n_outputs = len(outputs) if isinstance(outputs, (list, tuple)) else 1
+    print("handles still held by the outputs:", created - deleted, "of", n_outputs, "outputs")
 
 # %%
 if READY:

@@ -18,7 +18,23 @@ constexpr size_t kAlignment = 64;
 constexpr int64_t kInlineBlockLimit = 4096;
 constexpr size_t kHeaderBytes = (sizeof(StorageImpl) + kAlignment - 1) / kAlignment * kAlignment;
 
-std::atomic<uint64_t> g_next_id{1};
+// Storage ids: unique and never reused. Each thread takes a block of ids at a time, so making a storage
+// does not touch a shared counter (Note [Per-thread counters]).
+std::atomic<uint64_t> g_next_id_block{1};
+constexpr uint64_t kIdBlock = 1024;
+
+thread_local uint64_t t_next_id __attribute__((tls_model("initial-exec"))) = 0;
+thread_local uint64_t t_end_id __attribute__((tls_model("initial-exec"))) = 0;
+
+uint64_t next_storage_id() noexcept {
+  uint64_t& next = t_next_id;
+  uint64_t& end = t_end_id;
+  if (next == end) {
+    next = g_next_id_block.fetch_add(kIdBlock, std::memory_order_relaxed);
+    end = next + kIdBlock;
+  }
+  return next++;
+}
 
 void* aligned_block(size_t bytes) {
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
@@ -82,7 +98,7 @@ StorageImpl* StorageImpl::allocate(Device device, int64_t nbytes, const char* fu
   s->nbytes_ = nbytes;
   s->device_ = device;
   s->owning_ = true;
-  s->id_ = g_next_id.fetch_add(1, std::memory_order_relaxed);
+  s->id_ = next_storage_id();
   stats::storage_created(device.type, nbytes, true);
   if (events::tracing_active()) trace_storage(EventKind::StorageAlloc, *s, "allocate");
   return s;
@@ -102,7 +118,7 @@ StorageImpl* StorageImpl::borrow(Device device, void* data, int64_t nbytes, Borr
   s->read_only_ = read_only;
   s->deleter_ = deleter;
   s->context_ = context;
-  s->id_ = g_next_id.fetch_add(1, std::memory_order_relaxed);
+  s->id_ = next_storage_id();
   // The deleter gets the pointer it was given, even when the storage reports null for zero bytes.
   s->borrowed_data_ = data;
   stats::storage_created(device.type, nbytes, false);

@@ -63,3 +63,12 @@ channels_last_3d = memory_format.channels_last_3d
 from . import viz  # pictures; sets Tensor._repr_html_; matplotlib is imported on first use  # noqa: E402
 from .trace import trace  # noqa: E402
 from .viz import set_display  # noqa: E402
+
+
+def __getattr__(name: str):
+    # st.aoti loads on first use: it is the only part that needs ctypes, ELF reading and the model runtime.
+    if name == "aoti":
+        import importlib
+
+        return importlib.import_module(".aoti", __name__)
+    raise AttributeError(f"module 'slimtensor' has no attribute {name!r}")

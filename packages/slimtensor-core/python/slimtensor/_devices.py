@@ -48,7 +48,11 @@ def memory_stats(device: Any = None) -> dict[str, Any]:
 
 
 def set_num_threads(n: int) -> None:
-    """Threads slimtensor's kernels may use (copies, fills; the BLAS of the AOTI ops follows it)."""
+    """Threads for slimtensor's own kernels (copies, fills), the BLAS behind the AOTI op fallbacks and the
+    OpenMP kernels of AOTInductor models, together."""
     if not isinstance(n, int) or isinstance(n, bool):
         raise TypeError(f"set_num_threads(): expected an int but got {type(n).__name__}")
-    _C.set_num_threads(n)
+    _C.set_num_threads(n)  # validates 1..64 first
+    from . import aoti
+
+    aoti.set_num_threads(n)

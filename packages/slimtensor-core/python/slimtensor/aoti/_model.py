@@ -1,0 +1,425 @@
+"""AOTIModel: a loaded AOTInductor model .so running on slimtensor's shims (st.aoti.load returns one).
+
+Note [Binding the model to slimtensor]
+The model's ``aoti_torch_*`` calls are undefined symbols. We copy the model into a private directory, give
+the copy a ``DT_NEEDED`` on libslimtensor's soname (``_elf.add_needed``) and open it
+``RTLD_LOCAL | RTLD_DEEPBIND``: the model then looks symbols up in itself and its own dependencies first,
+where libslimtensor (already loaded, found by soname) provides them, and only then in the global scope. So
+a libtorch in the process (imported before or after) keeps its own shims, and a stock torch AOTI model
+still binds to libtorch. libslimtensor itself is never put in the global scope.
+
+Note [Input handles]
+``AOTInductorModelContainerRun`` steals the input handles it gets past its input check and nulls their
+slots. After every run, success or failure, we delete exactly the slots that are still non-NULL. Output
+slots start NULL; every non-NULL output is ours and becomes a tensor (or is deleted on an error path).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import shutil
+import tempfile
+import threading
+from ctypes import POINTER, c_char_p, c_int32, c_size_t, c_uint8, c_void_p
+
+from . import _elf, _lib, _package, _runtime
+
+_TORCH_ABI = "2.13"
+
+
+class AOTIError(RuntimeError):
+    """A model failed to load or run."""
+
+
+def _check_inputs_env() -> None:
+    # The model reads AOTI_RUNTIME_CHECK_INPUTS once, at its first run: with it, it checks the dtype, sizes,
+    # strides and device of every input and says which one is wrong instead of reading out of bounds.
+    os.environ.setdefault("AOTI_RUNTIME_CHECK_INPUTS", "1")
+
+
+class AOTIModel:
+    """A model from ``torch._inductor.aoti_compile_and_package`` (``aot_inductor.link_libtorch=False``)."""
+
+    def __init__(
+        self,
+        path: str,
+        device: str = "cpu",
+        *,
+        model_name: str | None = None,
+        num_models: int = 1,
+        check_inputs: bool = True,
+    ):
+        self._closed = True
+        self._owner = None
+        self._dir = tempfile.mkdtemp(prefix="slimtensor-aoti-")
+        # Note [Concurrent runs]: runs may overlap (the container serves num_models of them at once and
+        # makes the others wait); close() waits for runs in flight and refuses new ones.
+        self._cv = threading.Condition()
+        self._inflight = 0
+        try:
+            self._open(os.fspath(path), device, model_name, num_models, check_inputs)
+        except BaseException:
+            self._cleanup_files()
+            raise
+
+    # ---- loading --------------------------------------------------------------------------------------
+    def _open(self, path, device, model_name, num_models, check_inputs):
+        if device.split(":")[0] != "cpu":
+            raise NotImplementedError(
+                f"slimtensor.aoti.load(): device={device!r}: only 'cpu' models run on "
+                "slimtensor's shims for now"
+            )
+        self.path, self.device = path, device
+        files = _package.open_model_files(path, self._dir, model_name)
+        _package.check_metadata(files, device)
+        self._files = files
+        _lib.lib()  # loads libslimtensor (the same copy as slimtensor._C's)
+        libpath = os.path.realpath(_lib.library_path())
+        try:
+            undefined = _elf.undefined_symbols(files.so_path)
+        except _elf.ElfError as e:
+            raise ValueError(f"slimtensor.aoti.load(): {path!r}: {e}") from e
+        have = _elf.defined_symbols(libpath)
+        missing = sorted(n for n in undefined if n.startswith("aoti_torch_") and n not in have)
+        if missing:
+            raise AOTIError(
+                f"slimtensor.aoti.load(): {path!r} calls {len(missing)} shim function(s) slimtensor does "
+                f"not implement: {', '.join(missing)}. slimtensor implements torch {_TORCH_ABI}'s shims "
+                "for tensors and the CPU fallbacks addmm/mm/bmm/baddbmm/convolution/SDPA; a model from "
+                "another torch version, or one using other fallback ops, needs them added."
+            )
+        if "AOTInductorModelContainerCreateWithDevice" not in _elf.defined_symbols(files.so_path):
+            raise ValueError(
+                f"slimtensor.aoti.load(): {path!r} is a shared library but not an AOTInductor model "
+                "(no AOTInductorModelContainerCreateWithDevice)"
+            )
+        _runtime.ensure_sleef({n for n in undefined if n.startswith("Sleef_")}, path)
+        soname = _elf.soname(libpath) or os.path.basename(libpath)
+        try:
+            _elf.add_needed(files.so_path, soname)
+        except _elf.ElfError as e:
+            raise AOTIError(f"slimtensor.aoti.load(): cannot bind {path!r} to slimtensor: {e}") from e
+        try:
+            self._dll = ctypes.CDLL(files.so_path, mode=os.RTLD_LOCAL | os.RTLD_NOW | os.RTLD_DEEPBIND)
+        except OSError as e:
+            msg = str(e)
+            hint = ""
+            if "libgomp" in msg:
+                hint = " The model uses OpenMP: install it ('apt-get install libgomp1')."
+            raise AOTIError(
+                f"slimtensor.aoti.load(): the dynamic loader refused {path!r}: {msg}.{hint}"
+            ) from e
+        self._bind()
+        if check_inputs:
+            _check_inputs_env()
+        self._create(num_models, device)
+
+    def _fn(self, name, res, *args):
+        f = getattr(self._dll, name)
+        f.restype, f.argtypes = res, list(args)
+        return f
+
+    def _bind(self):
+        H, C = c_void_p, c_void_p
+        self._create_fn = self._fn(
+            "AOTInductorModelContainerCreateWithDevice", c_int32, POINTER(C), c_size_t, c_char_p, c_char_p
+        )
+        self._delete_fn = self._fn("AOTInductorModelContainerDelete", c_int32, C)
+        self._run_fn = self._fn(
+            "AOTInductorModelContainerRun",
+            c_int32,
+            C,
+            POINTER(H),
+            c_size_t,
+            POINTER(H),
+            c_size_t,
+            c_void_p,
+            c_void_p,
+        )
+        self._n_in_fn = self._fn("AOTInductorModelContainerGetNumInputs", c_int32, C, POINTER(c_size_t))
+        self._n_out_fn = self._fn("AOTInductorModelContainerGetNumOutputs", c_int32, C, POINTER(c_size_t))
+        self._in_name_fn = self._fn(
+            "AOTInductorModelContainerGetInputName", c_int32, C, c_size_t, POINTER(c_char_p)
+        )
+        self._out_name_fn = self._fn(
+            "AOTInductorModelContainerGetOutputName", c_int32, C, c_size_t, POINTER(c_char_p)
+        )
+        self._n_const_fn = self._fn("AOTInductorModelContainerGetNumConstants", c_int32, C, POINTER(c_size_t))
+        self._const_name_fn = self._fn(
+            "AOTInductorModelContainerGetConstantName", c_int32, C, c_size_t, POINTER(c_char_p)
+        )
+        self._const_fqn_fn = self._fn(
+            "AOTInductorModelContainerGetConstantOriginalFQN", c_int32, C, c_size_t, POINTER(c_char_p)
+        )
+        self._const_dtype_fn = self._fn(
+            "AOTInductorModelContainerGetConstantDtype", c_int32, C, c_size_t, POINTER(c_int32)
+        )
+        self._const_size_fn = self._fn(
+            "AOTInductorModelContainerGetConstantDataSize", c_int32, C, c_size_t, POINTER(c_size_t)
+        )
+        self._last_error_fn = self._fn("AOTInductorGetLastError", c_int32, POINTER(c_char_p))
+        try:
+            self._blob_fn = self._fn("AOTInductorModelUpdateConstantsFromBlob", c_int32, C, POINTER(c_uint8))
+        except AttributeError:
+            self._blob_fn = None
+
+    def _model_error(self, what: str) -> AOTIError:
+        msg = c_char_p()
+        text = ""
+        if self._last_error_fn(ctypes.byref(msg)) == 0 and msg.value:
+            text = msg.value.decode("utf-8", "replace").strip()
+        shim = _lib.last_error()
+        names = getattr(self, "input_names", [])
+
+        def name_input(m):
+            i = int(m.group(1))
+            return f"input {i} ({names[i]})" if i < len(names) and names[i] else f"input {i}"
+
+        text = re.sub(r"input_handles\[(\d+)\]", name_input, text)
+        detail = text or "no message"
+        if shim and shim not in detail:
+            detail += f" (last slimtensor shim error: {shim})"
+        return AOTIError(f"{what}: {detail}")
+
+    def _create(self, num_models, device):
+        lib = _lib.lib()
+        # Note [Model owner] (src/aoti/model_owner.h): constants made while the owner is entered belong to it.
+        # The owner calls the container's delete function itself (a C pointer: the library stays mapped).
+        self._owner = lib.slimtensor_aoti_owner_new(ctypes.cast(self._delete_fn, c_void_p).value, None)
+        if not self._owner:
+            raise MemoryError("slimtensor.aoti.load(): out of memory")
+        container = c_void_p()
+        lib.slimtensor_aoti_owner_enter(self._owner)
+        try:
+            rc = self._create_fn(ctypes.byref(container), num_models, device.encode(), None)
+            if rc == 0 and self._files.weights_path:
+                if self._blob_fn is None:
+                    raise AOTIError(
+                        "slimtensor.aoti.load(): the package has a separate weights blob but the model "
+                        "has no AOTInductorModelUpdateConstantsFromBlob"
+                    )
+                with open(self._files.weights_path, "rb") as f:
+                    self._blob = bytearray(f.read())
+                buf = (c_uint8 * len(self._blob)).from_buffer(self._blob)
+                rc2 = self._blob_fn(container, buf)
+                if rc2 != 0:
+                    err = self._model_error("slimtensor.aoti.load(): loading the weights blob failed")
+                    lib.slimtensor_aoti_owner_set_container(self._owner, container)
+                    lib.slimtensor_aoti_owner_release(self._owner)  # deletes the container
+                    self._owner = None
+                    raise err
+        finally:
+            lib.slimtensor_aoti_owner_enter(None)
+        if rc != 0:
+            err = self._model_error(f"slimtensor.aoti.load(): creating the model from {self.path!r} failed")
+            lib.slimtensor_aoti_owner_release(self._owner)  # nothing to delete: container is NULL
+            self._owner = None
+            raise err
+        self._container = container
+        lib.slimtensor_aoti_owner_set_container(self._owner, container)
+        self._closed = False
+        n = c_size_t()
+        self._n_in_fn(container, ctypes.byref(n))
+        self.num_inputs = n.value
+        self._n_out_fn(container, ctypes.byref(n))
+        self.num_outputs = n.value
+        s = c_char_p()
+        self.input_names = [self._name(self._in_name_fn, i, s) for i in range(self.num_inputs)]
+        self.output_names = [self._name(self._out_name_fn, i, s) for i in range(self.num_outputs)]
+
+    def _name(self, fn, i, s):
+        return s.value.decode() if fn(self._container, i, ctypes.byref(s)) == 0 and s.value else ""
+
+    @property
+    def constants(self) -> list[dict]:
+        """name, original FQN, dtype code and byte size of each constant (weights and buffers)."""
+        self._check_open()
+        n = c_size_t()
+        self._n_const_fn(self._container, ctypes.byref(n))
+        out = []
+        for i in range(n.value):
+            s, d, z = c_char_p(), c_int32(), c_size_t()
+            self._const_name_fn(self._container, i, ctypes.byref(s))
+            name = s.value.decode() if s.value else ""
+            self._const_fqn_fn(self._container, i, ctypes.byref(s))
+            fqn = s.value.decode() if s.value else ""
+            self._const_dtype_fn(self._container, i, ctypes.byref(d))
+            self._const_size_fn(self._container, i, ctypes.byref(z))
+            out.append({"name": name, "fqn": fqn, "dtype": d.value, "nbytes": z.value})
+        return out
+
+    # ---- running ------------------------------------------------------------------------------------------
+    def _check_open(self):
+        if self._closed:
+            raise RuntimeError("slimtensor.aoti: the model is closed; load it again")
+
+    def run_handles(self, handles: list[int]) -> list[int]:
+        """Runs on AOTI handles (stolen, whatever happens); returns new output handles (the caller's)."""
+        lib = _lib.lib()
+        ins = (c_void_p * max(1, len(handles)))(*handles)
+        outs = (c_void_p * max(1, self.num_outputs))()
+        entered = False
+        try:
+            with self._cv:
+                self._check_open()
+                self._inflight += 1
+                entered = True
+            if len(handles) != self.num_inputs:
+                raise ValueError(
+                    f"the model takes {self.num_inputs} inputs ({', '.join(self.input_names)}) but got "
+                    f"{len(handles)}"
+                )
+            # ctypes releases the GIL for the call.
+            rc = self._run_fn(self._container, ins, len(handles), outs, self.num_outputs, None, None)
+            if rc != 0:
+                raise self._model_error("model run failed")
+            results = []
+            for i in range(self.num_outputs):
+                h = outs[i]
+                if h and lib.slimtensor_aoti_owner_adopt_output(self._owner, h) < 0:
+                    raise AOTIError(f"output {i}: {_lib.last_error()}")
+                results.append(h)
+            return results
+        except BaseException:
+            for i in range(self.num_outputs):
+                if outs[i]:
+                    lib.aoti_torch_delete_tensor_object(outs[i])
+            raise
+        finally:
+            for i in range(len(handles)):  # Note [Input handles]
+                if ins[i]:
+                    lib.aoti_torch_delete_tensor_object(ins[i])
+            if entered:
+                with self._cv:
+                    self._inflight -= 1
+                    self._cv.notify_all()
+
+    def __call__(self, *inputs):
+        """Runs the model on slimtensor tensors, numpy arrays or DLPack objects; returns slimtensor tensors.
+
+        Inputs are passed without copies when they are contiguous CPU tensors (else as a contiguous copy);
+        outputs share memory with the model's buffers (and with inputs or constants when it returns views).
+        """
+        import slimtensor as st
+        from slimtensor import _C
+
+        self._check_open()
+        if len(inputs) != self.num_inputs:
+            raise ValueError(
+                f"slimtensor.aoti: the model takes {self.num_inputs} inputs "
+                f"({', '.join(self.input_names)}) but got {len(inputs)}"
+            )
+        lib = _lib.lib()
+        handles = []
+        try:
+            for i, x in enumerate(inputs):
+                t = _to_tensor(st, x, i)
+                if t.device.type != "cpu":
+                    raise ValueError(
+                        f"slimtensor.aoti: input {i} ({self.input_names[i]}) is on {t.device} but the "
+                        "model runs on cpu; move it with .cpu()"
+                    )
+                if not t.is_contiguous():
+                    t = t.contiguous()
+                handles.append(_lib.handle_from_capsule(t.__dlpack__()))
+        except BaseException:
+            for h in handles:
+                lib.aoti_torch_delete_tensor_object(h)
+            raise
+        outs = self.run_handles(handles)
+        results = []
+        try:
+            while outs:
+                h = outs.pop(0)
+                if not h:
+                    results.append(None)
+                    continue
+                capsule, managed = _lib.capsule_from_handle(h)
+                try:
+                    results.append(_C.from_dlpack(capsule))
+                except BaseException:
+                    if not _lib.capsule_consumed(capsule):
+                        lib.slimtensor_aoti_dlpack_delete(managed)
+                    raise
+        finally:
+            for h in outs:
+                if h:
+                    lib.aoti_torch_delete_tensor_object(h)
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def run_numpy(self, *arrays):
+        """Runs on numpy arrays without slimtensor's Python module; returns numpy arrays (copies)."""
+        import numpy as np
+
+        from ._numpy import array_from_handle, handle_from_array
+
+        self._check_open()
+        arrays = [np.ascontiguousarray(a) for a in arrays]
+        handles = []
+        try:
+            for a in arrays:
+                handles.append(handle_from_array(a))
+        except BaseException:
+            for h in handles:
+                _lib.lib().aoti_torch_delete_tensor_object(h)
+            raise
+        outs = self.run_handles(handles)
+        try:
+            return [array_from_handle(h).copy() if h else None for h in outs]
+        finally:
+            for h in outs:
+                if h:
+                    _lib.lib().aoti_torch_delete_tensor_object(h)
+
+    # ---- closing ------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Releases the model. Outputs that alias its constants stay valid (Note [Model owner])."""
+        with self._cv:
+            if not self._closed:
+                self._closed = True
+                while self._inflight:
+                    self._cv.wait()
+                _lib.lib().slimtensor_aoti_owner_release(self._owner)
+                self._owner = None
+        self._cleanup_files()
+
+    def _cleanup_files(self):
+        if self._dir:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        state = "closed" if self._closed else f"{self.num_inputs} inputs, {self.num_outputs} outputs"
+        return f"<slimtensor.aoti.AOTIModel {os.path.basename(self.path)!r} on {self.device}: {state}>"
+
+
+def _to_tensor(st, x, i):
+    if isinstance(x, st.Tensor):
+        return x
+    try:
+        import numpy as np
+
+        if isinstance(x, np.ndarray) or np.isscalar(x):
+            return st.asarray(x)
+    except ImportError:
+        pass
+    if hasattr(x, "__dlpack__"):
+        return st.from_dlpack(x)
+    raise TypeError(
+        f"slimtensor.aoti: input {i} is a {type(x).__name__}; pass a slimtensor tensor, a numpy array "
+        "or an object with __dlpack__"
+    )

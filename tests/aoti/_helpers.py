@@ -1,0 +1,146 @@
+"""Helpers of tests/aoti: compiling the test models (cached, in a subprocess), reference data, tolerances."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+CACHE = os.path.join(ROOT, ".cache", "aoti-models")
+TORCH_VERSION = "2.13.0"
+
+MODEL_NAMES = [
+    "pointwise",
+    "linear",
+    "mlp",
+    "conv1d",
+    "conv2d_groups",
+    "small_cnn",
+    "softmax",
+    "layer_norm",
+    "sdpa",
+    "sdpa_causal",
+    "sdpa_masked",
+    "transformer_block",
+    "view_permute",
+    "alias_input",
+    "two_outputs",
+    "bf16",
+    "int64",
+    "bmm",
+    "mlp_dynamic",
+    "linear_blob",
+    "const_alias",
+]
+EXTRA_NAMES = ["linear_libtorch", "pointwise_native"]  # compiled, but run by torch (the isolation tests)
+
+
+def torch_version() -> str | None:
+    if importlib.util.find_spec("torch") is None:
+        return None
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def have_torch() -> bool:
+    v = torch_version()
+    return v is not None and v.split("+")[0] == TORCH_VERSION
+
+
+# Tests that need torch itself (not only the cached models) are marked like the rest of the suite.
+needs_torch = pytest.mark.needs_torch
+
+
+def sleef_library() -> str | None:
+    for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"):
+        p = os.path.join(d, "libsleef.so.3")
+        if os.path.exists(p):
+            return p
+    return None
+
+
+def _cache_dir() -> str:
+    h = hashlib.sha256()
+    h.update((torch_version() or "none").encode())
+    h.update(b"sleef" if sleef_library() else b"no-sleef")
+    for f in ("model_zoo.py", "compile_models.py"):
+        with open(os.path.join(HERE, f), "rb") as fh:
+            h.update(fh.read())
+    return os.path.join(CACHE, h.hexdigest()[:16])
+
+
+def compile_models(names: list[str]) -> str:
+    """Compiles (once, under a file lock) the named models; returns the folder holding NAME.pt2/.npz/.json."""
+    out = _cache_dir()
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        todo = [n for n in names if not os.path.exists(os.path.join(out, f"{n}.pt2"))]
+        if todo:
+            env = dict(os.environ)
+            env.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(CACHE, "inductor"))
+            # Inductor accepts a vector ISA only if a probe .so it builds can be dlopen'ed by a bare Python;
+            # that probe calls Sleef_* (which torch's Python does not put in the global scope), so without
+            # SLEEF preloaded every ISA is "invalid" and the models get scalar kernels. With it, they get
+            # the AVX2 kernels the options ask for (and call SLEEF, which slimtensor.aoti provides).
+            if sleef_library():
+                env["LD_PRELOAD"] = " ".join(filter(None, [env.get("LD_PRELOAD"), sleef_library()]))
+            # one compiler process per core (each compiles its share of the models one after the other)
+            jobs = max(1, min(len(todo), os.cpu_count() or 1))
+            procs = [
+                subprocess.Popen(
+                    [sys.executable, os.path.join(HERE, "compile_models.py"), out, *todo[i::jobs]],
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                for i in range(jobs)
+            ]
+            failures = []
+            for p in procs:
+                stdout, stderr = p.communicate(timeout=1800)
+                if p.returncode != 0:
+                    failures.append(f"{stdout[-4000:]}\n{stderr[-8000:]}")
+            if failures:
+                raise RuntimeError("compiling test models failed:\n" + "\n".join(failures))
+    return out
+
+
+def load_reference(model_dir: str, name: str):
+    """[(inputs, expected outputs)] per input set, as numpy arrays (bfloat16 via ml_dtypes)."""
+    import ml_dtypes
+    import numpy as np
+
+    with open(os.path.join(model_dir, f"{name}.json")) as f:
+        meta = json.load(f)
+    z = np.load(os.path.join(model_dir, f"{name}.npz"))
+    sets = []
+    for s in range(len(meta["inputs"])):
+
+        def arr(key, dt):
+            a = z[key]
+            return a.view(ml_dtypes.bfloat16) if dt == "bfloat16" else a
+
+        ins = [arr(f"in{s}_{i}", dt) for i, dt in enumerate(meta["inputs"][s])]
+        outs = [arr(f"out{s}_{i}", dt) for i, dt in enumerate(meta["outputs"][s])]
+        sets.append((ins, outs))
+    return sets
+
+
+def tolerance(dtype) -> float:
+    import numpy as np
+
+    name = str(np.dtype(dtype))
+    return {"float32": 2e-5, "float64": 1e-12, "bfloat16": 2e-2, "float16": 2e-3}.get(name, 0.0)
