@@ -8,6 +8,8 @@ from ._case import LIBS
 
 
 def fmt_time(s: float) -> str:
+    if s < 1e-8:
+        return f"{s * 1e9:.1f} ns"
     if s < 1e-6:
         return f"{s * 1e9:.0f} ns"
     if s < 1e-3:

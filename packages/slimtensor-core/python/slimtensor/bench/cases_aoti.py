@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import glob
 import hashlib
 import importlib.util
@@ -129,21 +130,43 @@ def _shim_cases(libs: Libs, quick: bool) -> list[Case]:
     return out
 
 
+def _default_model_dir() -> str | None:
+    """The newest folder of models the AOTI tests compiled (.cache/aoti-models/<key>/ in the checkout)."""
+    for start in (Path.cwd(), Path(__file__).resolve().parent):
+        for folder in (start, *start.parents):
+            found = sorted((folder / ".cache" / "aoti-models").glob("*/pointwise.pt2"), key=lambda p: p.stat().st_mtime)
+            if found:
+                return str(found[-1].parent)
+    return None
+
+
+def _harness_models(script: Path) -> list[str]:
+    """The model names benchmarks/aoti_bench.py times (its MODELS list)."""
+    for node in ast.walk(ast.parse(script.read_text())):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "MODELS" for t in node.targets):
+            return [str(e.value) for e in getattr(node.value, "elts", []) if isinstance(e, ast.Constant)]
+    return []
+
+
 def _model_cases(libs: Libs, quick: bool) -> list[Case]:
     title = "latency of the same AOTInductor model .so on slimtensor and on libtorch"
     reason = _aoti_missing()
-    model_dir = os.environ.get(MODELS_ENV)
+    model_dir = os.environ.get(MODELS_ENV) or _default_model_dir()
     script = _find_in_checkout(MODEL_HARNESS)
     if reason is None and script is None:
         reason = f"{MODEL_HARNESS} is not in this checkout"
     if reason is None and libs.torch is None:
         reason = f"the libtorch side needs torch ({libs.torch_reason})"
     if reason is None and not model_dir:
-        reason = (f"set {MODELS_ENV} to a folder of models compiled by tests/aoti/compile_models.py (compiling "
-                  "needs torch's inductor and minutes, so the suite does not do it itself)")
-    names = sorted(Path(model_dir).glob("*.pt2")) if reason is None and model_dir else []
-    if reason is None and not names:
-        reason = f"{MODELS_ENV}={model_dir} holds no .pt2 models"
+        reason = (f"no compiled models: run the AOTI tests (they compile into .cache/aoti-models/) or set "
+                  f"{MODELS_ENV} to a folder made by tests/aoti/compile_models.py (compiling needs torch's "
+                  "inductor and minutes, so the suite does not do it itself)")
+    names: list[Path] = []
+    if reason is None and model_dir and script is not None:
+        wanted = _harness_models(script)
+        names = [Path(model_dir) / f"{n}.pt2" for n in wanted if (Path(model_dir) / f"{n}.pt2").exists()]
+        if not names:
+            reason = f"{model_dir} holds none of the models {MODEL_HARNESS} times ({', '.join(wanted)})"
     if reason is not None or script is None or not model_dir:
         return [Case(id="aoti/model_latency", group="aoti", title=title, params={}, metric="time",
                      skipped=reason or "unreachable")]
@@ -173,7 +196,8 @@ def _model_cases(libs: Libs, quick: bool) -> list[Case]:
                     "numpy": {"skipped": "numpy cannot run AOTInductor models"}}
 
         out.append(Case(id=f"aoti/model/{path.stem}", group="aoti", title=f"{title}: {path.stem}",
-                        params={"model": path.name, "harness": MODEL_HARNESS}, metric="time", run=run))
+                        params={"model": path.name, "folder": folder, "harness": MODEL_HARNESS}, metric="time",
+                        run=run))
     return out
 
 
