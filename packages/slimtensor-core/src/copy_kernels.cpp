@@ -1,4 +1,4 @@
-// copy_kernels.cpp: dtype conversion rules and the CPU copy loops (contiguous, tiled 2-D, generic strided).
+// copy_kernels.cpp: dtype conversion rules, the generic CPU copy loops, and the dispatch to the ISA kernels.
 //
 // Note [Conversion rules]
 // They are PyTorch's CPU results, including where C++ leaves them undefined:
@@ -16,10 +16,13 @@
 #include "copy_kernels.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "half_bits.h"
+#include "kernels/copy_isa.h"
 #include "parallel.h"
 #include "slimtensor/error.h"
 
@@ -151,12 +154,21 @@ using RunFn = void (*)(const char* src, int64_t ss, char* dst, int64_t ds, int64
 
 template <class S, class D>
 void convert_run(const char* src, int64_t ss, char* dst, int64_t ds, int64_t n) {
-  if (ss == static_cast<int64_t>(sizeof(S)) && ds == static_cast<int64_t>(sizeof(D))) {
-    // Contiguous: element-indexed so the compiler can vectorise the conversion.
-    const S* s = reinterpret_cast<const S*>(src);
+  if (ds == static_cast<int64_t>(sizeof(D))) {
     D* d = reinterpret_cast<D*>(dst);
-    for (int64_t i = 0; i < n; ++i) d[i] = convert<S, D>(s[i]);
-    return;
+    if (ss == static_cast<int64_t>(sizeof(S))) {
+      // Contiguous: element-indexed so the compiler can vectorise the conversion.
+      const S* s = reinterpret_cast<const S*>(src);
+      for (int64_t i = 0; i < n; ++i) d[i] = convert<S, D>(s[i]);
+      return;
+    }
+    if (ss == 0) {  // a broadcast source: convert once, then fill
+      S s;
+      std::memcpy(&s, src, sizeof(S));
+      const D v = convert<S, D>(s);
+      for (int64_t i = 0; i < n; ++i) d[i] = v;
+      return;
+    }
   }
   for (int64_t i = 0; i < n; ++i) {
     S s;
@@ -226,17 +238,94 @@ RunFn raw_fn(int64_t size) {
 constexpr int64_t kTile = 32;
 constexpr int64_t kParallelBytes = 1 << 20;  // below this, threads cost more than they save
 
+// Note [Streaming stores]
+// Copies whose traffic (bytes read + bytes written) is at least kStreamBytes write with non-temporal
+// stores: the destination cannot stay in this machine class's last-level cache (32 MiB of L3 shared by
+// the cores) anyway, and streaming skips the read-for-ownership of every destination line (memcpy:
+// 23-25 GB/s here, a streaming loop 37-40 GB/s). Below it, ordinary stores leave the result in cache
+// for whoever reads it next. The threshold is a constant, not sysconf's L3 size: in a VM that reports
+// the host's cache (384 MiB on the project machine), not the guest's share.
+constexpr int64_t kStreamBytes = int64_t{24} << 20;
+
+// Rows of the destination per unit of parallel work in a transpose; a multiple of every tile height.
+constexpr int64_t kTransposeRowBlock = 64;
+
+// --- instruction-set selection (Note [Copy ISA dispatch]) ---------------------------------------------
+
+void scalar_copy_bytes(void* dst, const void* src, size_t bytes, bool) { std::memcpy(dst, src, bytes); }
+
+const CopyKernels kScalarKernels = {"scalar", scalar_copy_bytes, nullptr, nullptr, nullptr, nullptr,
+                                    nullptr,  nullptr,           nullptr, nullptr};
+
+const CopyKernels* select_kernels() {
+  const CopyKernels* avx512 = nullptr;
+  const CopyKernels* avx2 = nullptr;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+    avx512 = copy_kernels_avx512();
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+    avx2 = copy_kernels_avx2();
+  }
+#endif
+  const CopyKernels* best = avx512 ? avx512 : avx2 ? avx2 : &kScalarKernels;
+  const char* env = std::getenv("SLIMTENSOR_ISA");
+  const std::string want = env ? env : "";
+  if (want.empty() || want == "auto" || want == "avx512") return best;  // avx512: the best up to it
+  if (want == "avx2") return avx2 ? avx2 : &kScalarKernels;
+  return &kScalarKernels;  // "scalar", and any other value: the portable loops
+}
+
+const CopyKernels& kernels() {
+  static const CopyKernels* k = select_kernels();
+  return *k;
+}
+
+ConvertFn convert_kernel(const CopyKernels& k, ScalarType s, ScalarType d) {
+  if (s == ScalarType::Float32 && d == ScalarType::BFloat16) return k.f32_to_bf16;
+  if (s == ScalarType::BFloat16 && d == ScalarType::Float32) return k.bf16_to_f32;
+  if (s == ScalarType::Float32 && d == ScalarType::Float16) return k.f32_to_f16;
+  if (s == ScalarType::Float16 && d == ScalarType::Float32) return k.f16_to_f32;
+  if (s == ScalarType::Int64 && d == ScalarType::Float32) return k.i64_to_f32;
+  return nullptr;
+}
+
+TransposeFn transpose_kernel(const CopyKernels& k, ScalarType s, ScalarType d) {
+  if (s == d && itemsize(s) == 4) return k.transpose_32bit;
+  if (s == ScalarType::Float32 && d == ScalarType::BFloat16) return k.transpose_f32_to_bf16;
+  if (s == ScalarType::Float32 && d == ScalarType::Float16) return k.transpose_f32_to_f16;
+  return nullptr;
+}
+
 // Executes dims [first, ndim) of the plan at the given base pointers; dim `first` limited to [lo, hi).
 struct Executor {
   const CpuCopyPlan& p;
   RunFn fn;
+  ConvertFn fast;  // the ISA kernel for rows dense on both sides, or null
+  bool same;  // same dtype and not bool: dense rows are moved with memcpy
   int64_t src_size, dst_size;
   int tile_dim;  // a dim (not the innermost) along which src is dense, for 2-D tiling; -1 if none
+
+  void row(const char* src, int64_t ss, char* dst, int64_t ds, int64_t n) const {
+    if (ss == src_size && ds == dst_size) {
+      if (same) {
+        std::memcpy(dst, src, static_cast<size_t>(n * src_size));
+        return;
+      }
+      if (fast) {
+        fast(src, dst, n, false);
+        return;
+      }
+    }
+    fn(src, ss, dst, ds, n);
+  }
 
   void inner(const char* src, char* dst, int d, int64_t lo, int64_t hi) const {
     const int last = p.ndim - 1;
     if (d == last) {
-      fn(src + lo * p.src_strides[d], p.src_strides[d], dst + lo * p.dst_strides[d], p.dst_strides[d], hi - lo);
+      row(src + lo * p.src_strides[d], p.src_strides[d], dst + lo * p.dst_strides[d], p.dst_strides[d], hi - lo);
       return;
     }
     if (d == tile_dim && last == d + 1) {
@@ -264,7 +353,38 @@ struct Executor {
   }
 };
 
+// The planner's transposed shape (innermost dim dense in dst, the next dim dense in src), handed to an
+// ISA transpose kernel: parallel over (outer index, block of kTransposeRowBlock rows).
+void run_transpose(const CpuCopyPlan& p, TransposeFn kernel, int64_t elem_bytes, bool stream) {
+  const int last = p.ndim - 1, outer_dims = p.ndim - 2;
+  const int64_t rows = p.sizes[last - 1], cols = p.sizes[last];
+  int64_t outer = 1;
+  for (int d = 0; d < outer_dims; ++d) outer *= p.sizes[d];
+  const int64_t blocks = (rows + kTransposeRowBlock - 1) / kTransposeRowBlock;
+  const int64_t unit_bytes = std::min(rows, kTransposeRowBlock) * cols * elem_bytes;
+  const int64_t grain = std::max<int64_t>(1, kParallelBytes / std::max<int64_t>(unit_bytes, 1));
+  const int64_t src_size = itemsize(p.src_type);
+  parallel_for(outer * blocks, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t u = lo; u < hi;) {
+      const int64_t o = u / blocks, b0 = u % blocks, b1 = std::min(blocks, b0 + (hi - u));
+      int64_t so = 0, dof = 0, rem = o;
+      for (int d = outer_dims - 1; d >= 0; --d) {
+        const int64_t idx = rem % p.sizes[d];
+        rem /= p.sizes[d];
+        so += idx * p.src_strides[d];
+        dof += idx * p.dst_strides[d];
+      }
+      const int64_t r0 = b0 * kTransposeRowBlock, r1 = std::min(rows, b1 * kTransposeRowBlock);
+      kernel(p.src + so + r0 * src_size, p.src_strides[last], p.dst + dof + r0 * p.dst_strides[last - 1],
+             p.dst_strides[last - 1], r1 - r0, cols, stream);
+      u += b1 - b0;
+    }
+  });
+}
+
 }  // namespace
+
+const char* cpu_copy_isa() { return kernels().name; }
 
 void convert_element(const void* src, ScalarType src_type, void* dst, ScalarType dst_type) {
   RunFn fn = run_fn(src_type, dst_type);
@@ -278,26 +398,45 @@ void run_cpu_copy(const CpuCopyPlan& p) {
     convert_element(p.src, p.src_type, p.dst, p.dst_type);
     return;
   }
+  const CopyKernels& k = kernels();
   int64_t numel = 1;
   for (int d = 0; d < p.ndim; ++d) numel *= p.sizes[d];
-  const int64_t bytes = numel * std::max(src_size, dst_size);
+  const int64_t elem = std::max(src_size, dst_size);
+  const int64_t bytes = numel * elem;
   const bool same = p.src_type == p.dst_type;
+  const bool stream = numel * (src_size + dst_size) >= kStreamBytes;  // Note [Streaming stores]
+  const int last = p.ndim - 1;
+  const ConvertFn fast = same ? nullptr : convert_kernel(k, p.src_type, p.dst_type);
 
-  // Dense and same dtype: one memcpy, split across threads when large.
+  // Dense on both sides: one streaming-or-not copy (or ISA conversion), split across threads when large.
   // (Not bool: PyTorch's copies turn stray bytes into 0/1, so bool copies always go through the loop.)
-  if (same && p.src_type != ScalarType::Bool && p.ndim == 1 && p.src_strides[0] == src_size &&
-      p.dst_strides[0] == dst_size) {
-    parallel_for(bytes, kParallelBytes, [&](int64_t b, int64_t e) { std::memcpy(p.dst + b, p.src + b, e - b); });
-    return;
+  if (p.ndim == 1 && p.src_strides[0] == src_size && p.dst_strides[0] == dst_size) {
+    if (same && p.src_type != ScalarType::Bool) {
+      parallel_for(bytes, kParallelBytes, [&](int64_t b, int64_t e) { k.copy_bytes(p.dst + b, p.src + b, e - b, stream); });
+      return;
+    }
+    if (fast) {
+      parallel_for(numel, kParallelBytes / elem, [&](int64_t b, int64_t e) {
+        fast(p.src + b * src_size, p.dst + b * dst_size, e - b, stream);
+      });
+      return;
+    }
+  }
+  // Innermost dim dst-dense and the next src-dense: a (batched) 2-D transpose.
+  const bool transposed = p.ndim >= 2 && p.dst_strides[last] == dst_size && p.src_strides[last] != src_size &&
+                          p.src_strides[last - 1] == src_size;
+  if (transposed) {
+    if (TransposeFn t = transpose_kernel(k, p.src_type, p.dst_type)) {
+      run_transpose(p, t, elem, stream);
+      return;
+    }
   }
   // bool -> bool normalises stray bytes to 0/1 as PyTorch's strided copy does (a memcpy keeps them).
   RunFn fn = same ? (p.src_type == ScalarType::Bool ? convert_run<uint8_t, bool> : raw_fn(src_size))
                   : run_fn(p.src_type, p.dst_type);
   ST_CHECK(fn != nullptr, Runtime, "copy_(): no conversion from ", name(p.src_type), " to ", name(p.dst_type));
-  Executor ex{p, fn, src_size, dst_size, -1};
-  // Innermost dim is dst-dense; if src is dense along the dim just outside it, tile those two.
-  const int last = p.ndim - 1;
-  if (p.ndim >= 2 && p.src_strides[last] != src_size && p.src_strides[last - 1] == src_size) ex.tile_dim = last - 1;
+  const bool raw_rows = same && p.src_type != ScalarType::Bool;  // rows moved with memcpy (not bool: see above)
+  Executor ex{p, fn, fast, raw_rows, src_size, dst_size, transposed ? last - 1 : -1};
   const int64_t outer = p.sizes[0];
   const int64_t grain = std::max<int64_t>(1, outer * kParallelBytes / std::max<int64_t>(bytes, 1));
   parallel_for(outer, grain, [&](int64_t lo, int64_t hi) { ex.inner(p.src, p.dst, 0, lo, hi); });

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "slimtensor/export.h"
 #include "slimtensor/scalar_type.h"
 
 namespace slimtensor {
@@ -24,6 +25,10 @@ struct CpuCopyPlan {
 
 // Runs the plan, on several threads when it is large enough.
 void run_cpu_copy(const CpuCopyPlan& plan);
+
+// The instruction set the copy kernels run with: "avx512", "avx2" or "scalar" (Note [Copy ISA dispatch]).
+// Exported so the Python module can report it (slimtensor.bench records it with every result).
+SLIMTENSOR_API const char* cpu_copy_isa();
 
 // Converts one element; used for scalars (fill_, item) so they follow exactly the rules of copies.
 void convert_element(const void* src, ScalarType src_type, void* dst, ScalarType dst_type);

@@ -42,6 +42,13 @@ def _info() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "bench":
+        # Everything after 'bench' belongs to the suite's own parser (argparse's REMAINDER would stop at the
+        # first option, so `slimtensor bench --quick` is forwarded here before parsing).
+        from . import bench as bench_module
+
+        return bench_module.main(argv[1:])
     parser = argparse.ArgumentParser(prog="slimtensor", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="versions, build options, registered devices and memory statistics")

@@ -1,0 +1,117 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python (slimtensor)
+#     language: python
+#     name: slimtensor
+# ---
+
+# %% [markdown]
+# # 04 · Benchmarks
+#
+# How fast is slimtensor, next to numpy and torch? The benchmark suite (`slimtensor bench`, or
+# `python -m slimtensor.bench`) measures each case on every library **in the same run**, so the machine's
+# mood on that day (this is a shared 2-core VM) affects all of them alike, and the *ratios* stay meaningful
+# even when the absolute numbers drift.
+#
+# - **Per-call cases** time one Python call (a view, a getter, a tiny copy) with `timeit`, gc off.
+# - **Copy cases** time `copy_` in the five layouts of the baselines (contiguous, transposed source,
+#   transposed destination, NCHW→NHWC, NHWC→NCHW), a broadcast row and a strided slice, at power-of-two
+#   sizes, for float32 and for conversions. Bandwidth is **(bytes read + bytes written) / 1e9 per second**.
+# - Every library reads the same source buffer and writes the same destination buffer, one thread, pinned.
+#
+# The schema of the results and the method are in `docs/benchmarks.md`.
+
+# %%
+import os
+from pathlib import Path
+
+import slimtensor as st
+from slimtensor import bench
+from slimtensor.bench import _report
+from slimtensor.viz.benchmark import benchmark
+
+# %% [markdown]
+# ## A quick run, here and now
+#
+# `--quick` keeps to the 4 KiB and 1 MiB sizes with three samples per library, under a minute. (When the
+# notebook runs inside the test suite, `SLIMTENSOR_QUICK=1` narrows it further to a few cases.)
+
+# %%
+quick_filter = None
+if os.environ.get("SLIMTENSOR_QUICK") == "1":
+    quick_filter = ["call/permute", "call/item", "call/shape", "copy/c2c/float32-float32", "copy/t2c/float32-float32",
+                    "copy/p2c/float32-float32"]
+results = bench.run(quick=True, filter=quick_filter, progress=False)
+print(_report.table(results))
+
+# %% [markdown]
+# Each panel is one layout: bandwidth against size, log-log, one line per library with its interquartile
+# band. Underneath, slimtensor's speed-up against each peer (above 1: slimtensor is faster).
+
+# %%
+benchmark(results)
+
+# %% [markdown]
+# The per-call costs: what one Python call costs on each library, and the speed-up.
+
+# %%
+benchmark(results, kind="call")
+
+# %% [markdown]
+# ## The stored full run
+#
+# `make bench` runs the whole suite (sizes up to 1 GiB, 5 to 9 samples, two-thread variants) into
+# `benchmarks/results/`. The file below was produced on the project's standard machine; its `machine`
+# and `versions` sections say where and with what.
+
+
+# %%
+def stored_results() -> Path | None:
+    """The newest results file of benchmarks/results/, looked up from here and from the package."""
+    starts = [Path.cwd(), Path(st.__file__).resolve().parent]
+    for start in starts:
+        for folder in [start, *start.parents]:
+            candidates = sorted((folder / "benchmarks" / "results").glob("*.json"))
+            if candidates:
+                return candidates[-1]
+    return None
+
+
+path = stored_results()
+if path is None:
+    print("no stored results found (benchmarks/results/*.json); run `make bench` to make them")
+else:
+    full = bench.load(str(path))
+    m = full["machine"]
+    print(f"{path.name}: {full['created']}, {m['cpu']}, {m['logical_cpus']} CPUs, copy kernels: {m['copy_isa']}")
+    print(f"slimtensor {full['versions']['slimtensor']} ({full['versions']['slimtensor_git']}), "
+          f"numpy {full['versions']['numpy']}, torch {full['versions']['torch']}")
+
+# %% [markdown]
+# float32 copies, one thread, at every size:
+
+# %%
+if path is not None:
+    display(benchmark(full))  # noqa: F821  (IPython's display)
+
+# %% [markdown]
+# float32 → bfloat16, the conversion a model's weights most often go through:
+
+# %%
+if path is not None:
+    display(benchmark(full, dtype="float32-bfloat16"))  # noqa: F821  (IPython's display)
+
+# %% [markdown]
+# And the headline table: every case of the stored run, with its ratios.
+
+# %%
+if path is not None:
+    print(_report.table(full))

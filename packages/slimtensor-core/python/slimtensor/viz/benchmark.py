@@ -1,0 +1,153 @@
+"""st.viz.benchmark(results): bandwidth or time against size (log-log, with spread bands) and ratio bars per peer."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+LIB_COLOURS = {"slimtensor": "#1f77b4", "numpy": "#2ca02c", "torch": "#ff7f0e"}
+LIB_MARKERS = {"slimtensor": "o", "numpy": "s", "torch": "^"}
+PEER_COLOURS = {"numpy": "#2ca02c", "torch": "#ff7f0e"}
+_LAYOUT_ORDER = ("c2c", "t2c", "c2t", "p2c", "c2p", "bcast", "slice")
+
+
+def _load(results: Any) -> dict:
+    if isinstance(results, (str, os.PathLike)):
+        with open(results) as f:
+            return json.load(f)
+    if not isinstance(results, dict) or "cases" not in results:
+        raise TypeError("benchmark(): expected the results dict of slimtensor.bench.run() or the path of a results "
+                        f"JSON file, but got {type(results).__name__}")
+    return results
+
+
+def _figure(width: float, height: float):
+    from ._mpl import new_figure  # a VizFigure: Jupyter shows it as SVG, no pyplot state
+
+    return new_figure(width, height)
+
+
+def _size_label(nbytes: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= size:
+            return f"{nbytes // size} {unit}"
+    return f"{nbytes} B"
+
+
+def _copy_cases(data: dict, dtype: str, threads: int) -> list[dict]:
+    return [c for c in data["cases"] if c["group"] == "copy" and not c.get("skipped") and c["threads"] == threads
+            and f"{c['params']['src_dtype']}-{c['params']['dst_dtype']}" == dtype]
+
+
+def _ratio_bars(ax, labels: list[str], ratios: list[dict], peers: list[str], title: str) -> None:
+    """Grouped bars of slimtensor's speed-up against each peer (log scale; 1 = parity)."""
+    width = 0.8 / max(len(peers), 1)
+    for k, peer in enumerate(peers):
+        xs = [i + (k - (len(peers) - 1) / 2) * width for i in range(len(labels))]
+        vals = [r.get(peer, math.nan) for r in ratios]
+        ax.bar(xs, vals, width=width, color=PEER_COLOURS.get(peer, "#7f7f7f"), label=f"vs {peer}")
+    ax.axhline(1.0, color="#333333", linewidth=0.8)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("peer time / slimtensor time")
+    ax.set_title(title, fontsize=9)
+    if peers:
+        ax.legend(fontsize=7, loc="best")
+
+
+def _copies(data: dict, dtype: str, threads: int):
+    cases = _copy_cases(data, dtype, threads)
+    if not cases:
+        available = sorted({f"{c['params']['src_dtype']}-{c['params']['dst_dtype']} ({c['threads']} thread(s))"
+                            for c in data["cases"] if c["group"] == "copy" and not c.get("skipped")})
+        raise ValueError(f"benchmark(): no copy results for {dtype} with {threads} thread(s); the results hold: "
+                         f"{', '.join(available) or 'no copy cases'}")
+    layouts = [lay for lay in _LAYOUT_ORDER if any(c["params"]["layout"] == lay for c in cases)]
+    cols = min(4, len(layouts))
+    rows = math.ceil(len(layouts) / cols)
+    fig = _figure(3.2 * cols, 2.7 * rows + 3.2)
+    grid = fig.add_gridspec(rows + 1, cols, height_ratios=[1] * rows + [1.25])
+    for n, layout in enumerate(layouts):
+        ax = fig.add_subplot(grid[n // cols, n % cols])
+        mine = sorted((c for c in cases if c["params"]["layout"] == layout), key=lambda c: c["params"]["size_bytes"])
+        sizes = [c["params"]["size_bytes"] for c in mine]
+        for lib in ("slimtensor", "numpy", "torch"):
+            pts = [(s, c["results"][lib]) for s, c in zip(sizes, mine) if "gbps" in c["results"].get(lib, {})]
+            if not pts:
+                continue
+            xs = [p[0] for p in pts]
+            ax.plot(xs, [p[1]["gbps"] for p in pts], marker=LIB_MARKERS[lib], color=LIB_COLOURS[lib], label=lib,
+                    linewidth=1.4, markersize=4)
+            ax.fill_between(xs, [p[1]["gbps_q1"] for p in pts], [p[1]["gbps_q3"] for p in pts],
+                            color=LIB_COLOURS[lib], alpha=0.2, linewidth=0)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(sizes)
+        ax.set_xticklabels([_size_label(s) for s in sizes], fontsize=7)
+        ax.set_title(f"{layout}", fontsize=9)
+        ax.set_ylabel("GB/s (read + written)", fontsize=7)
+        ax.grid(True, which="major", alpha=0.3)
+        if n == 0:
+            ax.legend(fontsize=7)
+    ax = fig.add_subplot(grid[rows, :])
+    ordered = sorted(cases, key=lambda c: (_LAYOUT_ORDER.index(c["params"]["layout"]), c["params"]["size_bytes"]))
+    peers = [p for p in ("numpy", "torch") if any(p in c["ratios"] for c in ordered)]
+    _ratio_bars(ax, [f"{c['params']['layout']} {_size_label(c['params']['size_bytes'])}" for c in ordered],
+                [c["ratios"] for c in ordered], peers, "slimtensor's speed-up (> 1: faster)")
+    fig.suptitle(f"copy_ {dtype.replace('-', ' -> ')}, {threads} thread(s): median with the interquartile band",
+                 fontsize=10)
+    return fig
+
+
+def _calls(data: dict):
+    cases = [c for c in data["cases"] if c["group"] == "call" and not c.get("skipped")]
+    if not cases:
+        raise ValueError("benchmark(): the results hold no per-call cases (group 'call')")
+    fig = _figure(11, 7)
+    grid = fig.add_gridspec(2, 1, height_ratios=[1.3, 1])
+    ax = fig.add_subplot(grid[0])
+    libs = ("slimtensor", "numpy", "torch")
+    width = 0.8 / len(libs)
+    for k, lib in enumerate(libs):
+        xs, ys, lo, hi = [], [], [], []
+        for i, c in enumerate(cases):
+            r = c["results"].get(lib, {})
+            if "median" in r:
+                xs.append(i + (k - 1) * width)
+                ys.append(r["median"] * 1e9)
+                lo.append((r["median"] - r["q1"]) * 1e9)
+                hi.append((r["q3"] - r["median"]) * 1e9)
+        ax.bar(xs, ys, width=width, color=LIB_COLOURS[lib], label=lib, yerr=[lo, hi], capsize=1.5)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(cases)))
+    ax.set_xticklabels([c["params"]["op"] for c in cases], rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel("ns per call (median, IQR whiskers)")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax2 = fig.add_subplot(grid[1])
+    peers = [p for p in ("numpy", "torch") if any(p in c["ratios"] for c in cases)]
+    _ratio_bars(ax2, [c["params"]["op"] for c in cases], [c["ratios"] for c in cases], peers,
+                "slimtensor's speed-up per call (> 1: faster)")
+    fig.suptitle("Python per-call cost", fontsize=10)
+    return fig
+
+
+def benchmark(results: Any, kind: str = "copy", dtype: str = "float32-float32", threads: int = 1):
+    """Plots benchmark results (the dict of slimtensor.bench.run() or the path of a results JSON file).
+
+    kind="copy": one panel per copy layout, GB/s against size (log-log) for each library with its
+    interquartile band, then slimtensor's speed-up against each peer per case (bars, log scale).
+    `dtype` picks the conversion ("float32-bfloat16", ...) and `threads` the thread count.
+    kind="call": per-call time of each Python operation per library, then the speed-up bars.
+    Returns a matplotlib Figure (slimtensor.viz's VizFigure: no pyplot state, shown as SVG in Jupyter;
+    display it or call fig.savefig(...)).
+    """
+    data = _load(results)
+    if kind == "copy":
+        return _copies(data, dtype, threads)
+    if kind == "call":
+        return _calls(data)
+    raise ValueError(f"benchmark(): kind must be 'copy' or 'call' but got {kind!r}")
