@@ -85,8 +85,10 @@ STUBGEN := SLIMTENSOR_STUBGEN=1 $(TEST_VENV)/bin/python -m nanobind.stubgen -q -
 stubs: build-test
 	$(STUBGEN) -o $(CORE)/python/slimtensor/_C.pyi
 
+# OPENBLAS_CORETYPE (set on some machines for old OpenBLAS builds) slows numpy's and torch's copies:
+# unset for the benchmark run only.
 bench: build-test
-	$(TEST_VENV)/bin/python -m slimtensor.bench --out benchmarks/results/latest.json
+	env -u OPENBLAS_CORETYPE $(TEST_VENV)/bin/python -m slimtensor.bench --out benchmarks/results/latest.json
 
 wheel: $(TEST_VENV)/.stamp
 	$(TEST_VENV)/bin/python -m pip wheel $(PIP_FLAGS) --no-build-isolation --no-deps -w dist $(CORE)

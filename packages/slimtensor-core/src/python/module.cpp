@@ -4,6 +4,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "common.h"
+#include "copy_kernels.h"
 #include "slimtensor/device_registry.h"
 #include "slimtensor/error.h"
 #include "slimtensor/events.h"
@@ -109,6 +110,8 @@ NB_MODULE(_C, m) {
   m.def("set_num_threads", &set_num_threads, nb::arg("n"),
         "Threads slimtensor's own kernels (large copies and fills) may use.");
   m.def("get_num_threads", &num_threads);
+  m.def("_copy_isa", [] { return std::string(cpu_copy_isa()); },
+        "the copy kernels' instruction set: avx512, avx2 or scalar");
 
   m.def("_trace_start", &events::start_trace);
   m.def("_trace_stop", [](size_t token) {

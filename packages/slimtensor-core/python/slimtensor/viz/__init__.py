@@ -6,11 +6,9 @@ from ._display import set_display
 from .layout import layout
 from .lifetimes import lifetimes
 from .views import views
+from .benchmark import benchmark
 
-# st.viz.benchmark(results) belongs to the benchmark issue (issue 5): it will live in viz/benchmark.py and
-# be exported here next to the others.
-
-__all__ = ["layout", "views", "lifetimes", "set_display"]
+__all__ = ["layout", "views", "lifetimes", "set_display", "benchmark"]
 
 
 def _install_display() -> None:
