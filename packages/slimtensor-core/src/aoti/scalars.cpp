@@ -10,7 +10,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "aoti/half_bits.h"
+#include "half_bits.h"  // the core's conversions, so item_ rounds exactly as copies do
 #include "aoti/handle.h"
 #include "slimtensor/copy.h"
 #include "slimtensor/factories.h"
@@ -107,7 +107,7 @@ AOTITorchError aoti_torch_item_float16(AtenTensorHandle tensor, slimtensor_half*
     }
     float f;
     if (aoti_torch_item_float32(tensor, &f) != AOTI_TORCH_SUCCESS) throw Error(ErrorKind::Value, slimtensor_last_error());
-    *ret_value = float_to_half(f);
+    *ret_value = float_to_f16(f);
   });
 }
 
@@ -122,7 +122,7 @@ AOTITorchError aoti_torch_item_bfloat16(AtenTensorHandle tensor, slimtensor_bflo
     }
     float f;
     if (aoti_torch_item_float32(tensor, &f) != AOTI_TORCH_SUCCESS) throw Error(ErrorKind::Value, slimtensor_last_error());
-    *ret_value = float_to_bfloat16(f);
+    *ret_value = float_to_bf16_scalar(f);  // a scalar conversion, as torch's item
   });
 }
 
