@@ -207,19 +207,6 @@ IntList strides_arg(IntList sizes, const int64_t* strides, int64_t* scratch, con
 
 ScalarType dtype_arg(int32_t code, const char* function) { return scalar_type_from_code(code, function); }
 
-void check_view_bytes(IntList sizes, int64_t itemsize, const char* function) {
-  int64_t n = itemsize;
-  for (int64_t i = 0; i < sizes.size; ++i) {
-    if (sizes[i] == 0) return;
-  }
-  for (int64_t i = 0; i < sizes.size; ++i) {
-    if (mul_overflows(n, sizes[i], &n)) {
-      fail(ErrorKind::Value, function, "(): the view has more than INT64_MAX bytes (sizes multiply past int64); "
-           "check sizes_ptr");
-    }
-  }
-}
-
 Device device_arg(int32_t device_type, int32_t device_index, const char* function) {
   if (device_type < 0 || device_type >= kMaxDeviceTypes) {
     fail(ErrorKind::Value, function, "(): device_type ", device_type,

@@ -82,8 +82,6 @@ IntList shape_arg(int64_t ndim, const int64_t* sizes, const char* function);
 // Strides for a shape: the given ones, or row-major ones written to `scratch` (kMaxDims long) when NULL.
 IntList strides_arg(IntList sizes, const int64_t* strides, int64_t* scratch, const char* function);
 ScalarType dtype_arg(int32_t code, const char* function);
-// numel * itemsize must fit in int64 (nbytes of the view), even when stride-0 dims make the extent small.
-void check_view_bytes(IntList sizes, int64_t itemsize, const char* function);
 Device device_arg(int32_t device_type, int32_t device_index, const char* function);
 
 // Runs body; returns AOTI_TORCH_SUCCESS, or AOTI_TORCH_FAILURE with the last error set. Never throws.

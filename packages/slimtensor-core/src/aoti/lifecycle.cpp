@@ -27,7 +27,6 @@ AOTITorchError empty_strided_impl(const char* fn, int64_t ndim, const int64_t* s
     int64_t scratch[kMaxDims];
     IntList strides = strides_arg(sizes, strides_ptr, scratch, fn);
     ScalarType st = dtype_arg(dtype, fn);
-    check_view_bytes(sizes, itemsize(st), fn);
     Device device = device_arg(device_type, device_index, fn);
     *ret = make_handle(empty_strided(sizes, strides, st, device), fn);
   });
@@ -42,7 +41,6 @@ AOTITorchError from_blob_impl(const char* fn, void* data, int64_t ndim, const in
     int64_t scratch[kMaxDims];
     IntList strides = strides_arg(sizes, strides_ptr, scratch, fn);
     ScalarType st = dtype_arg(dtype, fn);
-    check_view_bytes(sizes, itemsize(st), fn);
     Device device = device_arg(device_type, device_index, fn);
     if (storage_offset < 0) {
       fail(ErrorKind::Value, fn, "(): storage_offset must be >= 0 but is ", storage_offset);
@@ -112,7 +110,6 @@ AOTITorchError aoti_torch__reinterpret_tensor(AtenTensorHandle self, int64_t ndi
     IntList sizes = shape_arg(ndim, sizes_ptr, fn);
     int64_t scratch[kMaxDims];
     IntList strides = strides_arg(sizes, strides_ptr, scratch, fn);
-    check_view_bytes(sizes, t.itemsize(), fn);
     int64_t offset;
     if (add_overflows(t.storage_offset(), storage_offset, &offset) || offset < 0) {
       fail(ErrorKind::Value, fn, "(): self's offset ", t.storage_offset(), " + storage_offset ", storage_offset,
@@ -131,7 +128,6 @@ AOTITorchError aoti_torch_as_strided(AtenTensorHandle self, const int64_t* sizes
     IntList sizes = shape_arg(t.ndim(), sizes_ptr, fn);
     if (t.ndim() > 0 && !strides_ptr) fail(ErrorKind::Value, fn, "(): strides_ptr is NULL; pass ", t.ndim(), " strides");
     IntList strides(strides_ptr, t.ndim());
-    check_view_bytes(sizes, t.itemsize(), fn);
     *ret = make_handle(Tensor::make(t.storage(), sizes, strides, t.storage_offset(), t.dtype(), fn), fn);
   });
 }
@@ -151,7 +147,6 @@ AOTITorchError aoti_torch__alloc_from_pool(AtenTensorHandle self, int64_t offset
     int64_t scratch[kMaxDims];
     IntList strides = strides_arg(sizes, strides_ptr, scratch, fn);
     int64_t item = itemsize(st);
-    check_view_bytes(sizes, item, fn);
     if (offset_bytes < 0 || offset_bytes % item != 0) {
       fail(ErrorKind::Value, fn, "(): offset_bytes must be a non-negative multiple of ", item, " (the itemsize of ",
            name(st), ") but is ", offset_bytes);
