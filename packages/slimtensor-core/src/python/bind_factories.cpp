@@ -95,11 +95,11 @@ void bind_factories(nb::module_& m) {
              "; give one stride per dim");
     PyObject* context = owner.is_none() ? nullptr : owner.ptr();
     Py_XINCREF(context);  // released by the storage's deleter (Note [Storage ownership])
-    const std::string owner_name = context ? nb::cast<std::string>(nb::str(owner.type().attr("__name__"))) : "from_blob";
+    const char* owner_name = context ? type_short_name(owner) : "from_blob";
     try {
       return from_blob(reinterpret_cast<void*>(ptr), IntList(s.v, s.n), IntList(st.v, st.n), storage_offset,
                        to_dtype(dtype, kDefaultFloat, "from_blob()"), to_device(device, "from_blob()"),
-                       context ? release_python_owner : nullptr, context, read_only, owner_name.c_str());
+                       context ? release_python_owner : nullptr, context, read_only, owner_name);
     } catch (...) {
       Py_XDECREF(context);
       throw;

@@ -164,9 +164,8 @@ Tensor from_buffer(nb::handle obj, nb::handle dtype_override) {
   } catch (const Error& e) {
     fail_with(PyExc_ValueError, e.what());
   }
-  const std::string owner = nb::cast<std::string>(nb::str(obj.type().attr("__name__")));
   return from_blob(view->buf, IntList(sizes, n), IntList(strides, n), 0, dtype, kCPUDevice, release_python_buffer, view,
-                   read_only, owner.c_str(), "from_buffer");
+                   read_only, type_short_name(obj), "from_buffer");
 }
 
 }  // namespace

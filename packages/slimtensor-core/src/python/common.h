@@ -4,6 +4,7 @@
 #include <nanobind/nanobind.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "slimtensor/copy.h"
 #include "slimtensor/device.h"
@@ -27,6 +28,14 @@ int64_t to_int64(nb::handle obj, const char* function, const char* what);
 // A Python number (bool, int, float, complex) as a Scalar; raises TypeError otherwise.
 Scalar to_scalar(nb::handle obj, const char* function);
 nb::object scalar_to_python(const Scalar& s, ScalarType t);
+
+// The short name of obj's type ("ndarray" for numpy.ndarray), without allocating: names a borrowed
+// storage's owner in traces.
+inline const char* type_short_name(nb::handle obj) {
+  const char* full = Py_TYPE(obj.ptr())->tp_name;
+  const char* dot = std::strrchr(full, '.');
+  return dot ? dot + 1 : full;
+}
 
 // Borrowed memory kept alive by a Python object: the deleter takes the GIL and survives shutdown.
 void release_python_owner(void* data, void* context);
