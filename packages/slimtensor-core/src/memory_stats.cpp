@@ -47,6 +47,7 @@ CountBlock& retired() {
 
 // The calling thread's block (see bump()).
 thread_local CountBlock* t_block __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local bool t_block_gone __attribute__((tls_model("initial-exec"))) = false;  // the thread is exiting
 
 // A thread's block: taken on first use, folded into retired() and recycled when the thread exits.
 struct ThreadBlock {
@@ -62,7 +63,8 @@ struct ThreadBlock {
     blocks().push_back(block);
   }
   ~ThreadBlock() {
-    t_block = nullptr;  // a count after this (another thread_local's destructor) takes a fresh block
+    t_block = nullptr;
+    t_block_gone = true;  // counts after this (other thread_local destructors) go to retired() directly
     std::lock_guard<std::mutex> lock(g_mutex);
     for (int c = 0; c < kNumCounts; ++c) {
       for (int d = 0; d < kMaxDeviceTypes; ++d) {
@@ -92,6 +94,10 @@ __attribute__((noinline)) CountBlock* first_use() {
 }
 
 inline void bump(Count c, DeviceType type, int64_t delta) noexcept {
+  if (__builtin_expect(t_block_gone, 0)) {
+    retired().value[c][static_cast<size_t>(type) % kMaxDeviceTypes].fetch_add(delta, std::memory_order_relaxed);
+    return;
+  }
   CountBlock* block = t_block ? t_block : first_use();
   std::atomic<int64_t>& slot = block->value[c][static_cast<size_t>(type) % kMaxDeviceTypes];
   slot.store(slot.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);  // only this thread writes

@@ -54,7 +54,66 @@ void trace_storage(EventKind kind, const StorageImpl& s, const char* op) {
   events::record(std::move(e));
 }
 
+// Note [Storage header cache]: freed headers go to the freeing thread's list (up to kCachedHeaders); the
+// list lives behind an initial-exec TLS pointer and is emptied at thread exit.
+constexpr int kCachedHeaders = 128;
+struct HeaderCache;
+thread_local HeaderCache* t_headers __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local bool t_headers_gone __attribute__((tls_model("initial-exec"))) = false;  // thread is exiting
+
+struct HeaderCache {
+  void* head = nullptr;
+  int count = 0;
+  ~HeaderCache() {
+    t_headers = nullptr;
+    t_headers_gone = true;  // storages freed later in this thread's exit go straight to the heap
+    while (head) {
+      void* next = *static_cast<void**>(head);
+      ::operator delete(head);
+      head = next;
+    }
+  }
+};
+
+__attribute__((noinline)) HeaderCache* first_header_cache_use() {
+  thread_local HeaderCache cache;
+  t_headers = &cache;
+  return t_headers;
+}
+
 }  // namespace
+
+void* StorageImpl::operator new(size_t bytes, const std::nothrow_t&) noexcept {
+  if (t_headers_gone) return ::operator new(bytes, std::nothrow);
+  HeaderCache* c = t_headers ? t_headers : first_header_cache_use();
+  if (void* p = c->head) {
+    c->head = *static_cast<void**>(p);
+    --c->count;
+    return p;
+  }
+  return ::operator new(bytes, std::nothrow);
+}
+
+void* StorageImpl::operator new(size_t bytes) {
+  void* p = operator new(bytes, std::nothrow);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
+void StorageImpl::operator delete(void* p) noexcept {
+  if (t_headers_gone) {
+    ::operator delete(p);
+    return;
+  }
+  HeaderCache* c = t_headers ? t_headers : first_header_cache_use();
+  if (c->count < kCachedHeaders) {
+    *static_cast<void**>(p) = c->head;
+    c->head = p;
+    ++c->count;
+  } else {
+    ::operator delete(p);
+  }
+}
 
 StorageImpl* StorageImpl::allocate(Device device, int64_t nbytes, const char* function) {
   ST_CHECK(nbytes >= 0, Value, function, ": expected a byte count >= 0 but got ", nbytes);

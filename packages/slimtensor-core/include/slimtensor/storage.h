@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <new>
 #include <utility>
 
 #include "slimtensor/device.h"
@@ -45,6 +46,13 @@ class SLIMTENSOR_API StorageImpl {
   // who owns the memory ("numpy.ndarray", "dlpack", "model constant") for traces.
   static StorageImpl* borrow(Device device, void* data, int64_t nbytes, BorrowDeleter deleter, void* context,
                              bool read_only, const char* owner = "borrowed");
+
+  // Headers come from a small per-thread cache: borrowed storages (from_blob, DLPack) are made and freed
+  // at high rates by AOTI models and hosts, and malloc/free would be most of their cost.
+  static void* operator new(size_t bytes);
+  static void* operator new(size_t bytes, const std::nothrow_t&) noexcept;
+  static void* operator new(size_t bytes, void* place) noexcept { return place; }
+  static void operator delete(void* p) noexcept;
 
  private:
   StorageImpl() = default;

@@ -44,12 +44,14 @@ struct BlockCache;
 // The hot path reads this initial-exec pointer (no __tls_get_addr call); the cache object it points to
 // is general-dynamic TLS, touched once per thread, and empties itself at thread exit.
 thread_local BlockCache* t_cache __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local bool t_cache_gone __attribute__((tls_model("initial-exec"))) = false;  // the thread is exiting
 
 struct BlockCache {
   void* head = nullptr;
   int count = 0;
   ~BlockCache() {
     t_cache = nullptr;
+    t_cache_gone = true;  // handles made or deleted later in this thread's exit use the heap directly
     while (head) {
       void* next = *static_cast<void**>(head);
       ::operator delete(head);
@@ -68,6 +70,7 @@ __attribute__((noinline)) BlockCache* first_cache_use() {
 inline BlockCache& cache() { return t_cache ? *t_cache : *first_cache_use(); }
 
 void* take_block() {
+  if (t_cache_gone) return ::operator new(sizeof(AtenTensorOpaque));
   BlockCache& c = cache();
   if (void* p = c.head) {
     c.head = *static_cast<void**>(p);
@@ -78,6 +81,10 @@ void* take_block() {
 }
 
 void give_block(void* p) noexcept {
+  if (t_cache_gone) {
+    ::operator delete(p);
+    return;
+  }
   BlockCache& c = cache();
   if (c.count < kCachedBlocks) {
     *static_cast<void**>(p) = c.head;
