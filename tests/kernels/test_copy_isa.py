@@ -9,23 +9,14 @@ import sys
 import numpy as np
 import pytest
 
+from slimtensor._platform import cpu_flags
+
 from . import copy_cases
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _cpu_flags() -> set[str]:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
-_FLAGS = _cpu_flags()
+_FLAGS = cpu_flags()
 _ISA_NEEDS = {
     "scalar": set(),
     "avx2": {"avx2", "fma", "f16c"},

@@ -16,6 +16,8 @@ import shutil
 import zipfile
 from dataclasses import dataclass, field
 
+from .._platform import cpu_flags
+
 _SO = re.compile(r"^[^/]+/data/aotinductor/([^/]+)/[^/]+\.so$")
 _MAX_ENTRY = 1 << 36  # 64 GiB: anything larger is a damaged directory entry
 
@@ -124,17 +126,6 @@ def open_model_files(path: str, workdir: str, model_name: str | None = None) -> 
                 f"slimtensor.aoti.load(): cannot read {path!r}: {e}; the package is damaged"
             ) from e
     return files
-
-
-def cpu_flags() -> set[str]:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
 
 
 def check_metadata(files: ModelFiles, device: str) -> None:

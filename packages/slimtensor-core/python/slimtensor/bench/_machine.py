@@ -8,54 +8,18 @@ import platform
 import subprocess
 import sys
 
+from .._platform import cpu_info
+
 # The CPU flags that decide which copy kernels can run (Note [Copy ISA dispatch] in src/kernels/copy_isa.h).
 _INTERESTING_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq",
                       "avx512_bf16", "avx512_fp16", "amx_tile", "erms", "fsrm")
 
 
-def _cpuinfo() -> tuple[str, set[str]]:
-    model = platform.processor() or platform.machine()
-    flags: set[str] = set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                key = key.strip()
-                if key == "model name" and model in ("", platform.machine(), platform.processor()):
-                    model = value.strip()
-                elif key == "flags" and not flags:
-                    flags = set(value.split())
-    except OSError:
-        pass
-    return model, flags
-
-
-def cpu_flags() -> set[str]:
-    return _cpuinfo()[1]
-
-
 def copy_isa() -> str:
-    """The copy-kernel instruction set the core picks: SLIMTENSOR_ISA if set, else the best the CPU has.
-
-    Asked from the core when its module exposes slimtensor._C._copy_isa(); otherwise worked out here the
-    way select_kernels() in src/copy_kernels.cpp does.
-    """
+    """The copy-kernel instruction set the core picked (SLIMTENSOR_ISA if set, else the best the CPU has)."""
     from slimtensor import _C
 
-    if hasattr(_C, "_copy_isa"):
-        return str(_C._copy_isa())
-    flags = cpu_flags()
-    best = "scalar"
-    if {"avx2", "fma", "f16c"} <= flags:
-        best = "avx2"
-    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
-        best = "avx512"
-    want = os.environ.get("SLIMTENSOR_ISA", "")
-    if want in ("", "auto", "avx512"):
-        return best
-    if want == "avx2":
-        return "avx2" if best != "scalar" else "scalar"
-    return "scalar"
+    return str(_C._copy_isa())
 
 
 def _caches() -> dict:
@@ -105,7 +69,7 @@ def _git_commit() -> str | None:
 
 
 def machine() -> dict:
-    model, flags = _cpuinfo()
+    model, flags = cpu_info()
     affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return {
         "cpu": model,
