@@ -208,37 +208,31 @@ void check_fill_value(ScalarType type, const Scalar& v) {
   };
   if (!i.is_floating && !i.is_complex) {  // integers
     if (v.kind == Scalar::Kind::Complex && v.imag != 0) refuse("no imaginary part");
-    long double lo, hi;  // the checks below follow c10's overflows<To, From>
+    // The checks below follow c10's overflows<To, From>.
+    struct Range {
+      long double lo, hi;
+      const char* text;
+    };
+    Range r;
     switch (type) {
-      case ScalarType::UInt8: lo = 0; hi = 255; break;
-      case ScalarType::Int8: lo = -128; hi = 127; break;
-      case ScalarType::Int16: lo = -32768; hi = 32767; break;
-      case ScalarType::UInt16: lo = 0; hi = 65535; break;
-      case ScalarType::Int32: lo = -2147483648.0L; hi = 2147483647.0L; break;
-      case ScalarType::UInt32: lo = 0; hi = 4294967295.0L; break;
-      case ScalarType::Int64: lo = -9223372036854775808.0L; hi = 9223372036854775807.0L; break;
-      default: lo = 0; hi = 18446744073709551615.0L; break;  // uint64
-    }
-    const char* range = nullptr;
-    switch (type) {
-      case ScalarType::UInt8: range = "[0, 255]"; break;
-      case ScalarType::Int8: range = "[-128, 127]"; break;
-      case ScalarType::Int16: range = "[-32768, 32767]"; break;
-      case ScalarType::UInt16: range = "[0, 65535]"; break;
-      case ScalarType::Int32: range = "[-2**31, 2**31 - 1]"; break;
-      case ScalarType::UInt32: range = "[0, 2**32 - 1]"; break;
-      case ScalarType::Int64: range = "[-2**63, 2**63 - 1]"; break;
-      default: range = "[0, 2**64 - 1]"; break;
+      case ScalarType::UInt8: r = {0, 255, "[0, 255]"}; break;
+      case ScalarType::Int8: r = {-128, 127, "[-128, 127]"}; break;
+      case ScalarType::Int16: r = {-32768, 32767, "[-32768, 32767]"}; break;
+      case ScalarType::UInt16: r = {0, 65535, "[0, 65535]"}; break;
+      case ScalarType::Int32: r = {-2147483648.0L, 2147483647.0L, "[-2**31, 2**31 - 1]"}; break;
+      case ScalarType::UInt32: r = {0, 4294967295.0L, "[0, 2**32 - 1]"}; break;
+      case ScalarType::Int64: r = {-9223372036854775808.0L, 9223372036854775807.0L, "[-2**63, 2**63 - 1]"}; break;
+      default: r = {0, 18446744073709551615.0L, "[0, 2**64 - 1]"}; break;  // uint64
     }
     long double x;
     if (v.kind == Scalar::Kind::Int) {
       x = uint64_value ? static_cast<long double>(static_cast<uint64_t>(v.i)) : static_cast<long double>(v.i);
     } else {
-      if (std::isnan(v.d)) refuse(range);
+      if (std::isnan(v.d)) refuse(r.text);
       x = v.d;
     }
     // Unsigned types accept negatives down to -max, which wrap (two's complement), as in PyTorch.
-    if (x > hi || (lo == 0 ? -x > hi : x < lo)) refuse(range);
+    if (x > r.hi || (r.lo == 0 ? -x > r.hi : x < r.lo)) refuse(r.text);
     return;
   }
   if (i.is_complex) return;  // PyTorch does not range-check complex fills (65520 -> complex32 is inf)
