@@ -9,34 +9,23 @@
 
 namespace slimtensor {
 
+namespace {
+// Owning storage of exactly the view's extent: the layout was just checked (Tensor::make_for_extent).
+auto allocate_on(Device device, const char* function) {
+  return [device, function](int64_t extent) { return Storage::adopt(StorageImpl::allocate(device, extent, function)); };
+}
+}  // namespace
+
 Tensor empty_strided(IntList sizes, IntList strides, ScalarType dtype, Device device, const char* function) {
-  ST_CHECK(sizes.size <= 64, Value, function, ": at most 64 dims are supported but got ", sizes.size);
-  const int64_t numel = checked_numel(sizes, function);
-  Dims dims(static_cast<int>(sizes.size));
-  for (int64_t d = 0; d < strides.size; ++d) {
-    ST_CHECK(strides[d] >= 0, Value, function, ": strides must be >= 0 but stride[", d, "] is ", strides[d]);
-  }
-  const int64_t bytes = storage_bytes_needed(sizes, strides, 0, itemsize(dtype), function);  // checks the ranks
-  for (int64_t d = 0; d < sizes.size; ++d) {
-    dims.sizes()[d] = sizes[d];
-    dims.strides()[d] = strides[d];
-  }
-  int64_t view_bytes;  // a stride-0 layout can need fewer storage bytes than its elements have
-  ST_CHECK(!mul_overflows(numel, itemsize(dtype), &view_bytes), Value, function,
-           ": the byte size of the tensor overflows int64");
-  return Tensor::make_allocated(Storage::adopt(StorageImpl::allocate(device, bytes, function)), std::move(dims), dtype,
-                                "empty_strided");
+  return Tensor::make_for_extent(sizes, strides, 0, dtype, function, "empty_strided", allocate_on(device, function));
 }
 
 Tensor empty(IntList sizes, ScalarType dtype, Device device, const char* function) {
   ST_CHECK(sizes.size <= 64, Value, function, ": at most 64 dims are supported but got ", sizes.size);
-  const int64_t numel = checked_numel(sizes, function);
-  Dims dims(static_cast<int>(sizes.size));
-  for (int64_t d = 0; d < sizes.size; ++d) dims.sizes()[d] = sizes[d];
-  contiguous_strides(dims.sizes(), dims.ndim(), dims.strides());
-  const int64_t bytes = storage_bytes_needed(sizes, IntList(dims.strides(), sizes.size), 0, itemsize(dtype), function);
-  return Tensor::make_allocated(Storage::adopt(StorageImpl::allocate(device, bytes, function)), std::move(dims), dtype,
-                                "empty");
+  int64_t strides[64];
+  contiguous_strides(sizes.data, static_cast<int>(sizes.size), strides);
+  return Tensor::make_for_extent(sizes, IntList(strides, sizes.size), 0, dtype, function, "empty",
+                                 allocate_on(device, function));
 }
 
 Tensor empty_like(const Tensor& other) { return empty_like(other, other.dtype(), other.device()); }
@@ -59,14 +48,9 @@ Tensor full(IntList sizes, const Scalar& value, ScalarType dtype, Device device)
 
 Tensor from_blob(void* data, IntList sizes, IntList strides, int64_t storage_offset, ScalarType dtype, Device device,
                  BorrowDeleter deleter, void* context, bool read_only, const char* owner, const char* op) {
-  ST_CHECK(storage_offset >= 0, Value, "from_blob(): storage_offset must be >= 0 but got ", storage_offset);
-  for (int64_t d = 0; d < strides.size; ++d) {
-    ST_CHECK(strides[d] >= 0, Value, "from_blob(): strides must be >= 0 but stride[", d, "] is ", strides[d]);
-  }
-  checked_numel(sizes, "from_blob()");
-  const int64_t bytes = storage_bytes_needed(sizes, strides, storage_offset, itemsize(dtype), "from_blob()");
-  return Tensor::make(Storage::adopt(StorageImpl::borrow(device, data, bytes, deleter, context, read_only, owner)),
-                      sizes, strides, storage_offset, dtype, op);
+  return Tensor::make_for_extent(sizes, strides, storage_offset, dtype, op, op, [&](int64_t extent) {
+    return Storage::adopt(StorageImpl::borrow(device, data, extent, deleter, context, read_only, owner));
+  });
 }
 
 }  // namespace slimtensor

@@ -1,35 +1,23 @@
 // memory_stats.cpp: the per-device-type counters of Note [Leak counters].
 //
-// Note [Per-thread counters]
-// Creating a tensor, storage or AOTI handle must cost a few nanoseconds, and a locked read-modify-write
-// on a shared cache line costs more than that. So the counts (storages, tensors, handles, allocations)
-// live in per-thread blocks that only their thread writes, with a relaxed load and store (no lock
-// prefix); memory_stats() sums every block. A count may go negative in one block (a tensor made on one
-// thread and freed on another); the sum is exact. When a thread exits, its block is folded into the
-// retired block and recycled. Only live and peak bytes stay global atomics, since the peak needs the
-// process-wide total at the moment of each allocation.
+// The hot path is inline in src/counters.h (Note [Per-thread counters]); this file owns the per-thread
+// blocks, folds them into the retired block when threads exit, and sums them for memory_stats().
 #include "slimtensor/memory_stats.h"
 
-#include <array>
-#include <atomic>
 #include <mutex>
 #include <vector>
 
+#include "counters.h"
+
 namespace slimtensor {
+namespace counters {
+
+thread_local CountBlock* t_block = nullptr;
+Bytes g_bytes[kMaxDeviceTypes];
+
 namespace {
 
-enum Count { kStorages, kTensors, kHandles, kAllocations, kNumCounts };
-
-struct alignas(64) CountBlock {
-  std::atomic<int64_t> value[kNumCounts][kMaxDeviceTypes] = {};
-};
-
-struct alignas(64) Bytes {
-  std::atomic<int64_t> live{0};
-  std::atomic<int64_t> peak{0};
-};
-
-std::array<Bytes, kMaxDeviceTypes> g_bytes;
+thread_local bool t_block_gone __attribute__((tls_model("initial-exec"))) = false;  // the thread is exiting
 
 std::mutex g_mutex;
 std::vector<CountBlock*>& blocks() {  // every block in use; never destroyed (threads may outlive statics)
@@ -44,10 +32,6 @@ CountBlock& retired() {
   static auto* b = new CountBlock;
   return *b;
 }
-
-// The calling thread's block (see bump()).
-thread_local CountBlock* t_block __attribute__((tls_model("initial-exec"))) = nullptr;
-thread_local bool t_block_gone __attribute__((tls_model("initial-exec"))) = false;  // the thread is exiting
 
 // A thread's block: taken on first use, folded into retired() and recycled when the thread exits.
 struct ThreadBlock {
@@ -84,41 +68,33 @@ struct ThreadBlock {
   }
 };
 
-// The hot path reads one initial-exec TLS pointer (a plain %fs-relative load; the general-dynamic model
-// would call __tls_get_addr on every count). It is 8 bytes, well inside the static TLS that glibc keeps
-// for libraries loaded with dlopen. The ThreadBlock that owns it is touched once per thread.
-__attribute__((noinline)) CountBlock* first_use() {
-  thread_local ThreadBlock mine;  // registers the block; its destructor retires it at thread exit
-  t_block = mine.block;
-  return t_block;
-}
-
-inline void bump(Count c, DeviceType type, int64_t delta) noexcept {
-  if (__builtin_expect(t_block_gone, 0)) {
-    retired().value[c][static_cast<size_t>(type) % kMaxDeviceTypes].fetch_add(delta, std::memory_order_relaxed);
-    return;
-  }
-  CountBlock* block = t_block ? t_block : first_use();
-  std::atomic<int64_t>& slot = block->value[c][static_cast<size_t>(type) % kMaxDeviceTypes];
-  slot.store(slot.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);  // only this thread writes
-}
-
 int64_t total(Count c, DeviceType type) {
-  const size_t d = static_cast<size_t>(type) % kMaxDeviceTypes;
+  const size_t d = slot_of(type);
   std::lock_guard<std::mutex> lock(g_mutex);
   int64_t sum = retired().value[c][d].load(std::memory_order_relaxed);
   for (const CountBlock* b : blocks()) sum += b->value[c][d].load(std::memory_order_relaxed);
   return sum;
 }
 
-Bytes& bytes_of(DeviceType type) { return g_bytes[static_cast<size_t>(type) % kMaxDeviceTypes]; }
-
 }  // namespace
 
+void bump_slow(Count c, DeviceType type, int64_t delta) noexcept {
+  if (t_block_gone) {
+    retired().value[c][slot_of(type)].fetch_add(delta, std::memory_order_relaxed);
+    return;
+  }
+  thread_local ThreadBlock mine;  // registers the block; its destructor retires it at thread exit
+  t_block = mine.block;
+  bump(c, type, delta);
+}
+
+}  // namespace counters
+
 MemoryStats memory_stats(DeviceType type) noexcept {
+  using namespace counters;
   MemoryStats s;
-  s.live_bytes = bytes_of(type).live.load();
-  s.peak_bytes = bytes_of(type).peak.load();
+  s.live_bytes = g_bytes[slot_of(type)].live.load();
+  s.peak_bytes = g_bytes[slot_of(type)].peak.load();
   s.live_storages = total(kStorages, type);
   s.live_tensors = total(kTensors, type);
   s.live_aoti_handles = total(kHandles, type);
@@ -126,30 +102,9 @@ MemoryStats memory_stats(DeviceType type) noexcept {
   return s;
 }
 
-void reset_peak_memory(DeviceType type) noexcept { bytes_of(type).peak.store(bytes_of(type).live.load()); }
-
-namespace stats {
-
-void storage_created(DeviceType type, int64_t bytes, bool owning) noexcept {
-  bump(kStorages, type, 1);
-  if (!owning) return;
-  bump(kAllocations, type, 1);
-  Bytes& b = bytes_of(type);
-  const int64_t live = b.live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  int64_t peak = b.peak.load(std::memory_order_relaxed);
-  while (live > peak && !b.peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
-  }
+void reset_peak_memory(DeviceType type) noexcept {
+  counters::Bytes& b = counters::g_bytes[counters::slot_of(type)];
+  b.peak.store(b.live.load());
 }
 
-void storage_destroyed(DeviceType type, int64_t bytes, bool owning) noexcept {
-  bump(kStorages, type, -1);
-  if (owning) bytes_of(type).live.fetch_sub(bytes, std::memory_order_relaxed);
-}
-
-void tensor_created(DeviceType type) noexcept { bump(kTensors, type, 1); }
-void tensor_destroyed(DeviceType type) noexcept { bump(kTensors, type, -1); }
-void aoti_handle_created(DeviceType type) noexcept { bump(kHandles, type, 1); }
-void aoti_handle_destroyed(DeviceType type) noexcept { bump(kHandles, type, -1); }
-
-}  // namespace stats
 }  // namespace slimtensor

@@ -7,7 +7,8 @@
 #include "slimtensor/device_registry.h"
 #include "slimtensor/error.h"
 #include "slimtensor/events.h"
-#include "slimtensor/memory_stats.h"
+
+#include "counters.h"
 
 namespace slimtensor {
 namespace {
@@ -158,7 +159,7 @@ StorageImpl* StorageImpl::allocate(Device device, int64_t nbytes, const char* fu
   s->device_ = device;
   s->owning_ = true;
   s->id_ = next_storage_id();
-  stats::storage_created(device.type, nbytes, true);
+  counters::storage_created(device.type, nbytes, true);
   if (events::tracing_active()) trace_storage(EventKind::StorageAlloc, *s, "allocate");
   return s;
 }
@@ -180,7 +181,7 @@ StorageImpl* StorageImpl::borrow(Device device, void* data, int64_t nbytes, Borr
   s->id_ = next_storage_id();
   // The deleter gets the pointer it was given, even when the storage reports null for zero bytes.
   s->borrowed_data_ = data;
-  stats::storage_created(device.type, nbytes, false);
+  counters::storage_created(device.type, nbytes, false);
   if (events::tracing_active()) trace_storage(EventKind::StorageAlloc, *s, owner ? owner : "borrowed");
   return s;
 }
@@ -193,7 +194,7 @@ void StorageImpl::destroy() noexcept {
       // Tracing must never turn a free into a crash; the event is lost.
     }
   }
-  stats::storage_destroyed(device_.type, nbytes_, owning_);
+  counters::storage_destroyed(device_.type, nbytes_, owning_);
   if (!owning_) {
     if (deleter_) deleter_(borrowed_data_, context_);
     delete this;

@@ -2,15 +2,26 @@
 #include "slimtensor/tensor.h"
 
 #include <atomic>
+#include <cstring>
+#include <string>
 
 #include "slimtensor/checked_math.h"
 #include "slimtensor/error.h"
 #include "slimtensor/events.h"
 
+#include "counters.h"
+
 namespace slimtensor {
 namespace {
 
 std::atomic<uint64_t> g_next_tensor_id{1};
+
+// "op()" for an op named bare ("as_strided", "aoti_torch__reinterpret_tensor"); factories pass names that
+// already end in "()".
+std::string call_name(const char* op) {
+  const size_t n = std::strlen(op);
+  return n > 0 && op[n - 1] == ')' ? std::string(op) : std::string(op) + "()";
+}
 
 void trace_tensor(EventKind kind, const Tensor& t, uint64_t id, const char* op) {
   Event e;
@@ -28,18 +39,6 @@ void trace_tensor(EventKind kind, const Tensor& t, uint64_t id, const char* op) 
   events::record(std::move(e));
 }
 
-// PyTorch's compute_contiguous: an empty tensor is contiguous; size-1 dims are skipped.
-bool compute_contiguous(const int64_t* sizes, const int64_t* strides, int ndim, int64_t numel) {
-  if (numel == 0) return true;
-  int64_t expected = 1;
-  for (int d = ndim - 1; d >= 0; --d) {
-    if (sizes[d] == 1) continue;
-    if (strides[d] != expected) return false;
-    expected *= sizes[d];
-  }
-  return true;
-}
-
 }  // namespace
 
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* function) {
@@ -53,7 +52,8 @@ void contiguous_strides(const int64_t* sizes, int ndim, int64_t* out) {
   int64_t running = 1;
   for (int d = ndim - 1; d >= 0; --d) {
     out[d] = running;
-    running *= sizes[d] > 1 ? sizes[d] : 1;
+    // Wraps instead of overflowing (undefined behaviour); the layout check that follows rejects such sizes.
+    running = static_cast<int64_t>(static_cast<uint64_t>(running) * static_cast<uint64_t>(sizes[d] > 1 ? sizes[d] : 1));
   }
 }
 
@@ -88,15 +88,11 @@ int64_t storage_bytes_needed(IntList sizes, IntList strides, int64_t offset, int
 }
 
 Tensor Tensor::make(Storage storage, IntList sizes, IntList strides, int64_t offset, ScalarType dtype, const char* op) {
-  ST_CHECK(sizes.size == strides.size, Value, op, "(): sizes have ", sizes.size, " dims but strides have ",
-           strides.size, "; give one stride per dim");
-  ST_CHECK(sizes.size <= 64, Value, op, "(): at most 64 dims are supported but got ", sizes.size);
-  Dims dims(static_cast<int>(sizes.size));
-  for (int64_t d = 0; d < sizes.size; ++d) {
-    dims.sizes()[d] = sizes[d];
-    dims.strides()[d] = strides[d];
-  }
-  return make(std::move(storage), std::move(dims), offset, dtype, op);
+  Tensor t;
+  t.set_layout(sizes, strides, offset, dtype, op);
+  t.storage_ = std::move(storage);
+  t.finish(op);
+  return t;
 }
 
 Tensor Tensor::make(Storage storage, Dims dims, int64_t offset, ScalarType dtype, const char* op) {
@@ -105,81 +101,98 @@ Tensor Tensor::make(Storage storage, Dims dims, int64_t offset, ScalarType dtype
   t.dims_ = std::move(dims);
   t.offset_ = offset;
   t.dtype_ = dtype;
-  try {
-    t.finish(op);
-  } catch (...) {
-    t.storage_ = Storage();  // never counted as a live tensor, so its destructor must not uncount it
-    throw;
-  }
+  t.finish(op);
   return t;
 }
 
-Tensor Tensor::make_allocated(Storage storage, Dims dims, ScalarType dtype, const char* op) {
-  Tensor t;
-  t.storage_ = std::move(storage);
-  t.dims_ = std::move(dims);
-  t.dtype_ = dtype;
-  t.finish_unchecked(op);  // cannot throw: nothing to check
-  return t;
-}
-
-void Tensor::finish_unchecked(const char* op) {
-  const int n = dims_.ndim();
-  const int64_t* sz = dims_.sizes();
-  int64_t numel = 1;
-  for (int d = 0; d < n; ++d) numel *= sz[d];  // no overflow: the caller sized the storage for it
-  numel_ = numel;
-  contiguous_ = compute_contiguous(sz, dims_.strides(), n, numel_);
-  stats::tensor_created(storage_->device().type);
-  if (events::tracing_active()) {
-    id_ = g_next_tensor_id.fetch_add(1, std::memory_order_relaxed);
-    trace_tensor(EventKind::TensorCreate, *this, id_, op);
+void Tensor::set_layout(IntList sizes, IntList strides, int64_t offset, ScalarType dtype, const char* op) {
+  ST_CHECK(sizes.size == strides.size, Value, call_name(op), ": sizes have ", sizes.size,
+           " dims but strides have ", strides.size, "; give one stride per dim");
+  ST_CHECK(sizes.size <= 64, Value, call_name(op), ": at most 64 dims are supported but got ", sizes.size);
+  dims_.resize(static_cast<int>(sizes.size));
+  int64_t* sz = dims_.sizes();
+  int64_t* st = dims_.strides();
+  for (int64_t d = 0; d < sizes.size; ++d) {
+    sz[d] = sizes[d];
+    st[d] = strides[d];
   }
+  offset_ = offset;
+  dtype_ = dtype;
 }
 
 void Tensor::finish(const char* op) {
-  ST_CHECK(storage_, Runtime, op, "(): the tensor has no storage");
-  const int n = dims_.ndim();
-  ST_CHECK(n <= 64, Value, op, "(): at most 64 dims are supported but the result would have ", n);
-  const int64_t* sz = dims_.sizes();
-  const int64_t* st = dims_.strides();
-  const int64_t isz = itemsize();
-  ST_CHECK(offset_ >= 0, Value, op, "(): storage offset must be >= 0 but got ", offset_);
-  int64_t numel = 1, last = offset_;
-  bool overflow = false, empty = false;
-  for (int d = 0; d < n; ++d) {
-    ST_CHECK(sz[d] >= 0, Value, op, "(): sizes must be >= 0 but size[", d, "] is ", sz[d]);
-    ST_CHECK(st[d] >= 0, Value, op, "(): negative strides are not supported (stride[", d, "] is ", st[d],
-             "); slimtensor rejects them where PyTorch also does for views: make the layout with flip-free "
-             "strides");
-    overflow |= mul_overflows(numel, sz[d], &numel);
-    if (sz[d] == 0) empty = true;
-    int64_t step = 0;
-    overflow |= mul_overflows(st[d], sz[d] > 0 ? sz[d] - 1 : 0, &step);
-    overflow |= add_overflows(last, step, &last);
-  }
-  int64_t end_bytes = 0, view_bytes = 0;
-  overflow |= add_overflows(last, 1, &last);
-  overflow |= mul_overflows(last, isz, &end_bytes);
-  overflow |= mul_overflows(numel, isz, &view_bytes);  // nbytes() of a broadcast view can exceed its extent
-  ST_CHECK(!overflow, Value, op, "(): sizes, strides and offset overflow int64 (numel, bytes or byte extent too "
-           "large)");
-  numel_ = empty ? 0 : numel;
-  if (numel_ > 0 && end_bytes > storage_->nbytes()) {
+  try {
+    ST_CHECK(storage_, Runtime, call_name(op), ": the tensor has no storage");
+    const int64_t extent = check_layout(op);
     const int64_t held = storage_->nbytes();
-    if (held % isz == 0) {
-      fail(ErrorKind::Value, op, "(): view needs storage elements [", offset_, ", ", last, ") but storage holds ",
-           held / isz, "; check sizes, strides and storage_offset");
+    if (extent > held) {
+      const int64_t isz = itemsize();
+      if (held % isz == 0) {
+        fail(ErrorKind::Value, call_name(op), ": view needs storage elements [", offset_, ", ", extent / isz,
+             ") but storage holds ", held / isz, "; check sizes, strides and storage_offset");
+      }
+      fail(ErrorKind::Value, call_name(op), ": view needs storage bytes [", offset_ * isz, ", ", extent,
+           ") but storage holds ", held, "; check sizes, strides and storage_offset");
     }
-    fail(ErrorKind::Value, op, "(): view needs storage bytes [", offset_ * isz, ", ", end_bytes,
-         ") but storage holds ", held, "; check sizes, strides and storage_offset");
+  } catch (...) {
+    storage_ = Storage();  // never counted as a live tensor, so its destructor must not uncount it
+    throw;
   }
-  contiguous_ = compute_contiguous(sz, st, n, numel_);
-  stats::tensor_created(storage_->device().type);
+  count(op);
+}
+
+void Tensor::count(const char* op) {
+  counters::tensor_created(storage_->device().type);
   if (events::tracing_active()) {
     id_ = g_next_tensor_id.fetch_add(1, std::memory_order_relaxed);
     trace_tensor(EventKind::TensorCreate, *this, id_, op);
   }
+}
+
+// One pass from the innermost dim: numel, the last element reached, contiguity (PyTorch's
+// compute_contiguous: size-1 dims are skipped, an empty tensor is contiguous; the expected stride of a
+// dim is the product of the sizes inside it, i.e. the running numel) and the checks of
+// Note [Tensor invariants]. Only when a size, stride or offset is negative, or there are more than 64 dims,
+// does report_bad_layout() look again to say what is wrong.
+int64_t Tensor::check_layout(const char* op) {
+  const int n = dims_.ndim();
+  const int64_t* sz = dims_.sizes();
+  const int64_t* st = dims_.strides();
+  int64_t numel = 1, last = offset_;
+  bool negative = offset_ < 0, overflow = false, empty = false, contiguous = true;
+  for (int d = n - 1; d >= 0; --d) {
+    const int64_t size = sz[d], stride = st[d];
+    negative |= (size | stride) < 0;
+    empty |= size == 0;
+    if (size != 1) contiguous &= stride == numel;
+    int64_t step = 0;
+    overflow |= mul_overflows(stride, size > 0 ? size - 1 : 0, &step);
+    overflow |= add_overflows(last, step, &last);
+    overflow |= mul_overflows(numel, size, &numel);
+  }
+  if (__builtin_expect(negative || n > 64, 0)) report_bad_layout(op);
+  int64_t extent = 0, view_bytes = 0;
+  overflow |= add_overflows(last, 1, &last);
+  overflow |= mul_overflows(last, itemsize(), &extent);
+  overflow |= mul_overflows(numel, itemsize(), &view_bytes);  // nbytes() of a broadcast view can exceed its extent
+  ST_CHECK(!overflow, Value, call_name(op), ": sizes, strides and offset overflow int64 (numel, bytes or byte "
+           "extent too large)");
+  numel_ = empty ? 0 : numel;
+  contiguous_ = empty || contiguous;
+  return empty ? 0 : extent;
+}
+
+void Tensor::report_bad_layout(const char* op) const {
+  const std::string name = call_name(op);
+  ST_CHECK(ndim() <= 64, Value, name, ": at most 64 dims are supported but the result would have ", ndim());
+  ST_CHECK(offset_ >= 0, Value, name, ": storage offset must be >= 0 but got ", offset_);
+  for (int d = 0; d < ndim(); ++d) {
+    ST_CHECK(sizes()[d] >= 0, Value, name, ": sizes must be >= 0 but size[", d, "] is ", sizes()[d]);
+    ST_CHECK(strides()[d] >= 0, Value, name, ": negative strides are not supported (stride[", d, "] is ",
+             strides()[d], "); slimtensor rejects them where PyTorch also does for views: make the layout with "
+             "flip-free strides");
+  }
+  fail(ErrorKind::Runtime, name, ": invalid layout");  // not reached: the caller saw one of the above
 }
 
 Tensor::Tensor(const Tensor& other)
@@ -190,7 +203,7 @@ Tensor::Tensor(const Tensor& other)
       dtype_(other.dtype_),
       contiguous_(other.contiguous_) {
   if (!storage_) return;
-  stats::tensor_created(storage_->device().type);
+  counters::tensor_created(storage_->device().type);
   if (events::tracing_active()) {
     id_ = g_next_tensor_id.fetch_add(1, std::memory_order_relaxed);
     trace_tensor(EventKind::TensorCreate, *this, id_, "share");
@@ -220,7 +233,7 @@ Tensor& Tensor::operator=(Tensor&& other) noexcept {
 
 Tensor::~Tensor() {
   if (!storage_) return;
-  stats::tensor_destroyed(storage_->device().type);
+  counters::tensor_destroyed(storage_->device().type);
   if (id_ != 0 && events::tracing_active()) {
     try {
       trace_tensor(EventKind::TensorDestroy, *this, id_, "destroy");

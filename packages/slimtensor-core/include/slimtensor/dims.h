@@ -64,8 +64,10 @@ class Dims {
     other.ndim_ = 0;
   }
   void release() noexcept {
-    std::free(heap_);
-    heap_ = nullptr;
+    if (heap_) {
+      std::free(heap_);
+      heap_ = nullptr;
+    }
     ndim_ = 0;
   }
 

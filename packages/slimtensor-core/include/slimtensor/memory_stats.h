@@ -26,14 +26,4 @@ SLIMTENSOR_API MemoryStats memory_stats(DeviceType type) noexcept;
 // Sets peak_bytes to live_bytes for the device type.
 SLIMTENSOR_API void reset_peak_memory(DeviceType type) noexcept;
 
-namespace stats {
-SLIMTENSOR_API void storage_created(DeviceType type, int64_t bytes, bool owning) noexcept;
-SLIMTENSOR_API void storage_destroyed(DeviceType type, int64_t bytes, bool owning) noexcept;
-SLIMTENSOR_API void tensor_created(DeviceType type) noexcept;
-SLIMTENSOR_API void tensor_destroyed(DeviceType type) noexcept;
-SLIMTENSOR_API void aoti_handle_created(DeviceType type) noexcept;
-SLIMTENSOR_API void aoti_handle_destroyed(DeviceType type) noexcept;
-}  // namespace stats
-
-
 }  // namespace slimtensor

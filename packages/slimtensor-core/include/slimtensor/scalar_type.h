@@ -62,12 +62,70 @@ struct ScalarTypeInfo {
   bool convertible;      // copy_ converts from and to it (float8 and float4 are refused)
 };
 
+// Every c10 code, indexed by code (in the header so that itemsize() and friends inline).
+// name, itemsize, tensor dtype, floating, complex, signed, convertible
+inline constexpr ScalarTypeInfo kScalarTypes[kNumScalarTypeCodes] = {
+    {"uint8", 1, true, false, false, false, true},            // 0
+    {"int8", 1, true, false, false, true, true},              // 1
+    {"int16", 2, true, false, false, true, true},             // 2
+    {"int32", 4, true, false, false, true, true},             // 3
+    {"int64", 8, true, false, false, true, true},             // 4
+    {"float16", 2, true, true, false, true, true},            // 5
+    {"float32", 4, true, true, false, true, true},            // 6
+    {"float64", 8, true, true, false, true, true},            // 7
+    {"complex32", 4, true, false, true, true, true},          // 8
+    {"complex64", 8, true, false, true, true, true},          // 9
+    {"complex128", 16, true, false, true, true, true},        // 10
+    {"bool", 1, true, false, false, false, true},             // 11
+    {"qint8", 1, false, false, false, true, false},           // 12
+    {"quint8", 1, false, false, false, false, false},         // 13
+    {"qint32", 4, false, false, false, true, false},          // 14
+    {"bfloat16", 2, true, true, false, true, true},           // 15
+    {"quint4x2", 1, false, false, false, false, false},       // 16
+    {"quint2x4", 1, false, false, false, false, false},       // 17
+    {"bits1x8", 1, false, false, false, false, false},        // 18
+    {"bits2x4", 1, false, false, false, false, false},        // 19
+    {"bits4x2", 1, false, false, false, false, false},        // 20
+    {"bits8", 1, false, false, false, false, false},          // 21
+    {"bits16", 2, false, false, false, false, false},         // 22
+    {"float8_e5m2", 1, true, true, false, true, false},       // 23
+    {"float8_e4m3fn", 1, true, true, false, true, false},     // 24
+    {"float8_e5m2fnuz", 1, true, true, false, true, false},   // 25
+    {"float8_e4m3fnuz", 1, true, true, false, true, false},   // 26
+    {"uint16", 2, true, false, false, false, true},           // 27
+    {"uint32", 4, true, false, false, false, true},           // 28
+    {"uint64", 8, true, false, false, false, true},           // 29
+    {"uint1", 1, false, false, false, false, false},          // 30
+    {"uint2", 1, false, false, false, false, false},          // 31
+    {"uint3", 1, false, false, false, false, false},          // 32
+    {"uint4", 1, false, false, false, false, false},          // 33
+    {"uint5", 1, false, false, false, false, false},          // 34
+    {"uint6", 1, false, false, false, false, false},          // 35
+    {"uint7", 1, false, false, false, false, false},          // 36
+    {"int1", 1, false, false, false, true, false},            // 37
+    {"int2", 1, false, false, false, true, false},            // 38
+    {"int3", 1, false, false, false, true, false},            // 39
+    {"int4", 1, false, false, false, true, false},            // 40
+    {"int5", 1, false, false, false, true, false},            // 41
+    {"int6", 1, false, false, false, true, false},            // 42
+    {"int7", 1, false, false, false, true, false},            // 43
+    {"float8_e8m0fnu", 1, true, true, false, false, false},   // 44
+    {"float4_e2m1fn_x2", 1, true, true, false, true, false},  // 45
+};
+
 // Info for a code; nullptr when the code is not a c10 ScalarType.
 SLIMTENSOR_API const ScalarTypeInfo* scalar_type_info(int code) noexcept;
-// Info for a valid enum value (never null for one that scalar_type_from_code accepted).
-SLIMTENSOR_API const ScalarTypeInfo& info(ScalarType t) noexcept;
+// Info for a valid enum value (every ScalarType that scalar_type_from_code accepted).
+inline const ScalarTypeInfo& info(ScalarType t) noexcept { return kScalarTypes[static_cast<int>(t)]; }
+// Throws the Error(Value) of scalar_type_from_code for a code it refuses.
+[[noreturn]] SLIMTENSOR_API void bad_scalar_type_code(int64_t code, const char* function);
 // The ScalarType for a c10 code that can be a tensor dtype; throws Error(Value) otherwise.
-SLIMTENSOR_API ScalarType scalar_type_from_code(int64_t code, const char* function);
+inline ScalarType scalar_type_from_code(int64_t code, const char* function) {
+  if (__builtin_expect(code < 0 || code >= kNumScalarTypeCodes || !kScalarTypes[code].is_tensor_dtype, 0)) {
+    bad_scalar_type_code(code, function);
+  }
+  return static_cast<ScalarType>(code);
+}
 // Parses "float32", "float", "half", "bfloat16", ... (torch's names and aliases); throws Error(Type).
 SLIMTENSOR_API ScalarType scalar_type_from_name(std::string_view name, const char* function);
 

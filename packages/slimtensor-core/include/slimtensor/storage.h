@@ -36,7 +36,11 @@ class SLIMTENSOR_API StorageImpl {
 
   void retain() noexcept { refcount_.fetch_add(1, std::memory_order_relaxed); }
   void release() noexcept {
-    if (refcount_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy();
+    // A sole owner skips the locked decrement: with no other reference, no thread can retain
+    // concurrently (there are no weak references). The acquire pairs with other owners' releases.
+    if (refcount_.load(std::memory_order_acquire) == 1 || refcount_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      destroy();
+    }
   }
 
   // Allocates `nbytes` on `device` (64-byte aligned on the CPU). Throws Error(Memory) naming `function`

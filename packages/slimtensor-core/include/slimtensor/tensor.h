@@ -17,7 +17,6 @@
 #include "slimtensor/device.h"
 #include "slimtensor/dims.h"
 #include "slimtensor/export.h"
-#include "slimtensor/memory_stats.h"
 #include "slimtensor/scalar_type.h"
 #include "slimtensor/storage.h"
 
@@ -48,9 +47,20 @@ class SLIMTENSOR_API Tensor {
                      const char* op);
   // Same, with dims already in a Dims (moved in).
   static Tensor make(Storage storage, Dims dims, int64_t offset, ScalarType dtype, const char* op);
-  // For a storage just allocated for exactly this layout (offset 0; sizes, strides and the byte extent
-  // already checked by the caller, as empty_strided does): skips re-checking what cannot be wrong.
-  static Tensor make_allocated(Storage storage, Dims dims, ScalarType dtype, const char* op);
+  // Checks the layout (Note [Tensor invariants] without a storage yet), then gives it the storage that
+  // `make_storage(extent)` returns for its byte extent from the storage base (0 when it has no elements):
+  // empty_strided allocates exactly that, from_blob borrows it. One pass over the dims in all. Errors name
+  // `function`, traces name `op`.
+  template <typename MakeStorage>
+  static Tensor make_for_extent(IntList sizes, IntList strides, int64_t offset, ScalarType dtype,
+                                const char* function, const char* op, MakeStorage&& make_storage) {
+    Tensor t;
+    t.set_layout(sizes, strides, offset, dtype, function);
+    const int64_t extent = t.check_layout(function);
+    t.storage_ = make_storage(extent);  // if this throws, t has no storage and was never counted
+    t.count(op);
+    return t;
+  }
 
   bool defined() const noexcept { return static_cast<bool>(storage_); }
   const Storage& storage() const noexcept { return storage_; }
@@ -80,8 +90,13 @@ class SLIMTENSOR_API Tensor {
   uint64_t trace_id() const noexcept { return id_; }
 
  private:
-  void finish(const char* op);  // computes caches, checks bounds, counts and traces
-  void finish_unchecked(const char* op);  // computes caches, counts and traces
+  void set_layout(IntList sizes, IntList strides, int64_t offset, ScalarType dtype, const char* op);
+  // Checks sizes, strides and offset, caches numel_ and contiguous_; returns the byte extent.
+  int64_t check_layout(const char* op);
+  [[noreturn]] void report_bad_layout(const char* op) const;  // says which size, stride or offset is wrong
+  // check_layout and the storage bound, then count; drops the storage if a check fails.
+  void finish(const char* op);
+  void count(const char* op);  // counts the tensor as live and traces its creation
 
   Storage storage_;
   Dims dims_;

@@ -13,6 +13,8 @@
 
 namespace slimtensor::aoti {
 
+thread_local BlockCache* t_blocks = nullptr;
+
 const bool g_debug_handles = [] {
   const char* v = std::getenv("SLIMTENSOR_DEBUG_HANDLES");
   return v && v[0] && std::strcmp(v, "0") != 0;
@@ -21,6 +23,7 @@ const bool g_debug_handles = [] {
 namespace {
 
 thread_local char t_last_error[1024] = "";
+thread_local bool t_blocks_gone __attribute__((tls_model("initial-exec"))) = false;  // the thread is exiting
 
 // Note [Debug handle registry]
 // Read once when the library loads. The registry is a leaked heap object so that handles deleted
@@ -33,66 +36,6 @@ struct Registry {
 Registry& registry() {
   static Registry* r = new Registry;
   return *r;
-}
-
-// Note [Handle blocks]
-// Handles are made and deleted at a high rate (every intermediate buffer of a model run). Each thread keeps
-// up to kCachedBlocks freed handle blocks and reuses them before asking malloc; a block freed on another
-// thread simply joins that thread's cache. The cache is freed when its thread exits.
-constexpr int kCachedBlocks = 256;
-struct BlockCache;
-// The hot path reads this initial-exec pointer (no __tls_get_addr call); the cache object it points to
-// is general-dynamic TLS, touched once per thread, and empties itself at thread exit.
-thread_local BlockCache* t_cache __attribute__((tls_model("initial-exec"))) = nullptr;
-thread_local bool t_cache_gone __attribute__((tls_model("initial-exec"))) = false;  // the thread is exiting
-
-struct BlockCache {
-  void* head = nullptr;
-  int count = 0;
-  ~BlockCache() {
-    t_cache = nullptr;
-    t_cache_gone = true;  // handles made or deleted later in this thread's exit use the heap directly
-    while (head) {
-      void* next = *static_cast<void**>(head);
-      ::operator delete(head);
-      head = next;
-    }
-    count = 0;
-  }
-};
-
-__attribute__((noinline)) BlockCache* first_cache_use() {
-  thread_local BlockCache cache;
-  t_cache = &cache;
-  return t_cache;
-}
-
-inline BlockCache& cache() { return t_cache ? *t_cache : *first_cache_use(); }
-
-void* take_block() {
-  if (t_cache_gone) return ::operator new(sizeof(AtenTensorOpaque));
-  BlockCache& c = cache();
-  if (void* p = c.head) {
-    c.head = *static_cast<void**>(p);
-    --c.count;
-    return p;
-  }
-  return ::operator new(sizeof(AtenTensorOpaque));
-}
-
-void give_block(void* p) noexcept {
-  if (t_cache_gone) {
-    ::operator delete(p);
-    return;
-  }
-  BlockCache& c = cache();
-  if (c.count < kCachedBlocks) {
-    *static_cast<void**>(p) = c.head;
-    c.head = p;
-    ++c.count;
-  } else {
-    ::operator delete(p);
-  }
 }
 
 void trace(EventKind kind, AtenTensorHandle h, const char* op) {
@@ -123,27 +66,57 @@ int64_t live_handles() noexcept {
   return n;
 }
 
-AtenTensorHandle make_handle(Tensor&& tensor, const char* op) {
-  DeviceType type = tensor.defined() ? tensor.device().type : kCPU;
-  void* block = take_block();
-  auto* h = new (block) AtenTensorOpaque{kHandleMagic, type, std::move(tensor)};
+BlockCache::~BlockCache() {
+  t_blocks = nullptr;
+  t_blocks_gone = true;  // handles made or deleted later in this thread's exit use the heap directly
+  while (head) {
+    void* next = *static_cast<void**>(head);
+    ::operator delete(head);
+    head = next;
+  }
+  count = 0;
+}
+
+namespace {
+BlockCache* this_threads_cache() {
+  if (t_blocks_gone) return nullptr;
+  thread_local BlockCache cache;
+  t_blocks = &cache;
+  return t_blocks;
+}
+}  // namespace
+
+void* take_block_slow() {
+  if (BlockCache* c = this_threads_cache(); c && c->head) return take_block();
+  return ::operator new(sizeof(AtenTensorOpaque));
+}
+
+void give_block_slow(void* block) noexcept {
+  if (BlockCache* c = this_threads_cache(); c && c->count < kCachedBlocks) {
+    give_block(block);
+    return;
+  }
+  ::operator delete(block);
+}
+
+void handle_made_slow(AtenTensorHandle h, const char* op) {
   if (g_debug_handles) {
     Registry& r = registry();
     try {
       std::lock_guard<std::mutex> lock(r.mutex);
       r.live.insert(h);
     } catch (...) {
+      const DeviceType type = h->counted_type;
       h->~AtenTensorOpaque();
       give_block(h);
+      counters::handle_destroyed(type);
       throw;
     }
   }
-  stats::aoti_handle_created(type);
   if (events::tracing_active()) trace(EventKind::HandleCreate, h, op);
-  return h;
 }
 
-void delete_handle(AtenTensorHandle h) noexcept {
+void handle_deleting_slow(AtenTensorHandle h) noexcept {
   if (events::tracing_active()) {
     try {
       trace(EventKind::HandleDelete, h, "aoti_torch_delete_tensor_object");
@@ -156,11 +129,6 @@ void delete_handle(AtenTensorHandle h) noexcept {
     std::lock_guard<std::mutex> lock(r.mutex);
     r.live.erase(h);
   }
-  DeviceType type = h->counted_type;
-  h->magic = 0;
-  h->~AtenTensorOpaque();
-  give_block(h);
-  stats::aoti_handle_destroyed(type);
 }
 
 void check_handle_slow(AtenTensorHandle h, const char* function, const char* arg) {
@@ -193,17 +161,11 @@ void set_last_error(const char* function, const char* message) noexcept {
   }
 }
 
-IntList shape_arg(int64_t ndim, const int64_t* sizes, const char* function) {
+void bad_shape_arg(int64_t ndim, const char* function) {
   if (ndim < 0 || ndim > kMaxDims) {
     fail(ErrorKind::Value, function, "(): ndim must be in [0, ", kMaxDims, "] but is ", ndim);
   }
-  if (ndim > 0 && !sizes) {
-    fail(ErrorKind::Value, function, "(): sizes_ptr is NULL but ndim is ", ndim, "; pass ", ndim, " sizes");
-  }
-  for (int64_t i = 0; i < ndim; ++i) {
-    if (sizes[i] < 0) fail(ErrorKind::Value, function, "(): sizes[", i, "] is ", sizes[i], "; sizes must be >= 0");
-  }
-  return IntList(sizes, ndim);
+  fail(ErrorKind::Value, function, "(): sizes_ptr is NULL but ndim is ", ndim, "; pass ", ndim, " sizes");
 }
 
 IntList strides_arg(IntList sizes, const int64_t* strides, int64_t* scratch, const char* function) {
@@ -212,14 +174,11 @@ IntList strides_arg(IntList sizes, const int64_t* strides, int64_t* scratch, con
   return IntList(scratch, sizes.size);
 }
 
-ScalarType dtype_arg(int32_t code, const char* function) { return scalar_type_from_code(code, function); }
-
-Device device_arg(int32_t device_type, int32_t device_index, const char* function) {
+Device device_arg_slow(int32_t device_type, int32_t device_index, const char* function) {
   if (device_type < 0 || device_type >= kMaxDeviceTypes) {
     fail(ErrorKind::Value, function, "(): device_type ", device_type,
          " is not a device code (0 cpu, 1 cuda, 13 mps, 20 privateuse1, or a registered plugin's code)");
   }
-  if (device_type == kCPU && (device_index == -1 || device_index == 0)) return kCPUDevice;
   if (device_index < -1 || device_index > INT16_MAX) {
     fail(ErrorKind::Value, function, "(): device_index ", device_index, " is out of range [-1, ", INT16_MAX, "]");
   }

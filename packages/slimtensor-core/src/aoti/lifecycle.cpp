@@ -28,7 +28,7 @@ AOTITorchError empty_strided_impl(const char* fn, int64_t ndim, const int64_t* s
     IntList strides = strides_arg(sizes, strides_ptr, scratch, fn);
     ScalarType st = dtype_arg(dtype, fn);
     Device device = device_arg(device_type, device_index, fn);
-    *ret = make_handle(empty_strided(sizes, strides, st, device), fn);
+    *ret = emplace_handle(fn, [&] { return empty_strided(sizes, strides, st, device, fn); });
   });
 }
 
@@ -52,9 +52,11 @@ AOTITorchError from_blob_impl(const char* fn, void* data, int64_t ndim, const in
       }
     }
     if (!device.is_cpu()) usable_device(device, fn);
-    Tensor t = from_blob(data, sizes, strides, storage_offset, st, device, nullptr, nullptr, false);
-    if (ModelOwner* owner = current_owner()) owner_record(owner, t.storage_impl());
-    *ret = make_handle(std::move(t), fn);
+    *ret = emplace_handle(fn, [&] {
+      Tensor t = from_blob(data, sizes, strides, storage_offset, st, device, nullptr, nullptr, false, "from_blob", fn);
+      if (ModelOwner* owner = current_owner()) owner_record(owner, t.storage_impl());
+      return t;
+    });
   });
 }
 
@@ -115,7 +117,7 @@ AOTITorchError aoti_torch__reinterpret_tensor(AtenTensorHandle self, int64_t ndi
       fail(ErrorKind::Value, fn, "(): self's offset ", t.storage_offset(), " + storage_offset ", storage_offset,
            " must be a non-negative int64");
     }
-    *ret_new_tensor = make_handle(Tensor::make(t.storage(), sizes, strides, offset, t.dtype(), fn), fn);
+    *ret_new_tensor = emplace_handle(fn, [&] { return Tensor::make(t.storage(), sizes, strides, offset, t.dtype(), fn); });
   });
 }
 
@@ -128,7 +130,7 @@ AOTITorchError aoti_torch_as_strided(AtenTensorHandle self, const int64_t* sizes
     IntList sizes = shape_arg(t.ndim(), sizes_ptr, fn);
     if (t.ndim() > 0 && !strides_ptr) fail(ErrorKind::Value, fn, "(): strides_ptr is NULL; pass ", t.ndim(), " strides");
     IntList strides(strides_ptr, t.ndim());
-    *ret = make_handle(Tensor::make(t.storage(), sizes, strides, t.storage_offset(), t.dtype(), fn), fn);
+    *ret = emplace_handle(fn, [&] { return Tensor::make(t.storage(), sizes, strides, t.storage_offset(), t.dtype(), fn); });
   });
 }
 
@@ -151,7 +153,8 @@ AOTITorchError aoti_torch__alloc_from_pool(AtenTensorHandle self, int64_t offset
       fail(ErrorKind::Value, fn, "(): offset_bytes must be a non-negative multiple of ", item, " (the itemsize of ",
            name(st), ") but is ", offset_bytes);
     }
-    *ret_new_tensor = make_handle(Tensor::make(t.storage(), sizes, strides, offset_bytes / item, st, fn), fn);
+    *ret_new_tensor =
+        emplace_handle(fn, [&] { return Tensor::make(t.storage(), sizes, strides, offset_bytes / item, st, fn); });
   });
 }
 
@@ -160,7 +163,7 @@ AOTITorchError aoti_torch_new_tensor_handle(AtenTensorHandle orig_handle, AtenTe
   return guarded(fn, [&] {
     const Tensor& t = tensor_arg(orig_handle, fn, "orig_handle", false);
     out_arg(new_handle, fn, "new_handle");
-    *new_handle = make_handle(Tensor(t), fn);
+    *new_handle = emplace_handle(fn, [&] { return Tensor(t); });
   });
 }
 
@@ -168,7 +171,7 @@ AOTITorchError aoti_torch_new_uninitialized_tensor(AtenTensorHandle* ret) {
   const char* fn = "aoti_torch_new_uninitialized_tensor";
   return guarded(fn, [&] {
     out_arg(ret, fn, "ret");
-    *ret = make_handle(Tensor(), fn);
+    *ret = emplace_handle(fn, [] { return Tensor(); });
   });
 }
 

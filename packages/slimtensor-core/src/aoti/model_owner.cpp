@@ -18,7 +18,8 @@ struct ModelOwner {
 };
 
 namespace {
-thread_local ModelOwner* t_owner = nullptr;
+// Initial-exec: from_blob reads it on every call (a plain %fs-relative load).
+thread_local ModelOwner* t_owner __attribute__((tls_model("initial-exec"))) = nullptr;
 
 void unref(ModelOwner* o) noexcept {
   if (o->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
