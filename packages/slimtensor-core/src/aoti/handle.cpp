@@ -168,12 +168,6 @@ void bad_shape_arg(int64_t ndim, const char* function) {
   fail(ErrorKind::Value, function, "(): sizes_ptr is NULL but ndim is ", ndim, "; pass ", ndim, " sizes");
 }
 
-IntList strides_arg(IntList sizes, const int64_t* strides, int64_t* scratch, const char* function) {
-  if (strides) return IntList(strides, sizes.size);
-  contiguous_strides(sizes.data, static_cast<int>(sizes.size), scratch);
-  return IntList(scratch, sizes.size);
-}
-
 Device device_arg_slow(int32_t device_type, int32_t device_index, const char* function) {
   if (device_type < 0 || device_type >= kMaxDeviceTypes) {
     fail(ErrorKind::Value, function, "(): device_type ", device_type,

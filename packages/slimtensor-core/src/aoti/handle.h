@@ -166,7 +166,11 @@ inline IntList shape_arg(int64_t ndim, const int64_t* sizes, const char* functio
   return IntList(sizes, ndim);
 }
 // Strides for a shape: the given ones, or row-major ones written to `scratch` (kMaxDims long) when NULL.
-IntList strides_arg(IntList sizes, const int64_t* strides, int64_t* scratch, const char* function);
+inline IntList strides_arg(IntList sizes, const int64_t* strides, int64_t* scratch, const char* function) {
+  if (strides) return IntList(strides, sizes.size);
+  contiguous_strides(sizes.data, static_cast<int>(sizes.size), scratch);
+  return IntList(scratch, sizes.size);
+}
 inline ScalarType dtype_arg(int32_t code, const char* function) { return scalar_type_from_code(code, function); }
 // A device_type/device_index pair; any index but -1 and 0 is refused for the cpu.
 Device device_arg_slow(int32_t device_type, int32_t device_index, const char* function);
