@@ -1,4 +1,5 @@
-"""Helpers of tests/aoti: compiling the test models (cached, in a subprocess), reference data, tolerances."""
+"""Helpers of tests/aoti: compiling the test models (cached, in a subprocess) and the C++ test programs,
+reference data, tolerances."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -144,3 +146,31 @@ def tolerance(dtype) -> float:
 
     name = str(np.dtype(dtype))
     return {"float32": 2e-5, "float64": 1e-12, "bfloat16": 2e-2, "float16": 2e-3}.get(name, 0.0)
+
+
+def build_cpp(source: str, out_dir) -> str:
+    """Compiles tests/aoti/cpp/<source> against the installed libslimtensor (C ABI and C++ API headers);
+    returns the executable's path."""
+    from slimtensor.aoti import _lib
+
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if not cxx:
+        pytest.skip("no C++ compiler (install g++)")
+    libdir = os.path.dirname(_lib.library_path())
+    include = os.path.join(os.path.dirname(libdir), "include")
+    exe = os.path.join(str(out_dir), os.path.splitext(source)[0])
+    cmd = [
+        cxx,
+        "-std=c++17",
+        "-O1",
+        "-pthread",
+        os.path.join(HERE, "cpp", source),
+        f"-I{include}",
+        _lib.library_path(),
+        f"-Wl,-rpath,{libdir}",
+        "-o",
+        exe,
+    ]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return exe

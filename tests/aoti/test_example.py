@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from ._helpers import ROOT, load_reference
+from ._helpers import ROOT, build_cpp, load_reference
 
 EXAMPLES = os.path.join(ROOT, "packages", "slimtensor-core", "examples")
 
@@ -87,29 +87,7 @@ def test_run_model_example(model_dir, run_model_exe, tmp_path, name):
 
 
 def test_check_throws_and_codes(tmp_path):
-    libdir, _, include = _prefix()
-    exe = tmp_path / "check_throws"
-    cxx = shutil.which("g++") or shutil.which("c++")
-    if not cxx:
-        pytest.skip("no C++ compiler")
-    from slimtensor.aoti import _lib
-
-    r = subprocess.run(
-        [
-            cxx,
-            "-std=c++17",
-            os.path.join(os.path.dirname(__file__), "cpp", "check_throws.cpp"),
-            f"-I{include}",
-            _lib.library_path(),
-            f"-Wl,-rpath,{libdir}",
-            "-o",
-            str(exe),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr
+    exe = build_cpp("check_throws.cpp", tmp_path)
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "ndim" in r.stdout
