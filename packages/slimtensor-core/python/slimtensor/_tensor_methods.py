@@ -24,15 +24,33 @@ def layout_string(t: Tensor) -> str:
     return f"{tup(t.shape)}:{tup(t.stride())} @ {t.storage_offset()}"
 
 
+# slimtensor dtype -> (numpy dtype, None when the buffer protocol gives it directly, else the unsigned dtype
+# of the same size to export and reinterpret: bfloat16 and float8 have no buffer format).
+_NUMPY_OF: dict[_C.dtype, tuple[np.dtype, _C.dtype | None]] = {}
+
+
 def _numpy(self: Tensor) -> np.ndarray:
     """A numpy array sharing this tensor's memory (CPU only; bfloat16 and float8 through ml_dtypes)."""
+    # The common case costs one dict lookup and the buffer export; the device is looked at only when the
+    # export fails, to say why.
+    entry = _NUMPY_OF.get(self.dtype)
+    if entry is None:
+        _require_cpu(self)
+        npdt = to_numpy_dtype(self.dtype)  # TypeError where numpy has no such type
+        entry = _NUMPY_OF[self.dtype] = (npdt, None if self.dtype.name in _NUMPY_NATIVE else _RAW_VIEW[self.itemsize])
+    npdt, raw = entry
+    try:
+        if raw is None:
+            return np.asarray(memoryview(self))
+        return np.asarray(memoryview(self.view(raw))).view(npdt)
+    except BufferError:
+        _require_cpu(self)
+        raise
+
+
+def _require_cpu(self: Tensor) -> None:
     if self.device.type != "cpu":
         raise TypeError(f"numpy(): the tensor is on {self.device}; copy it first with .cpu()")
-    npdt = to_numpy_dtype(self.dtype)
-    if self.dtype.name in _NUMPY_NATIVE:
-        return np.asarray(memoryview(self))
-    raw = np.asarray(memoryview(self.view(_RAW_VIEW[self.itemsize])))
-    return raw.view(npdt)
 
 
 def _array(self: Tensor, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
