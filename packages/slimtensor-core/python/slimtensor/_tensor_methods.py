@@ -37,7 +37,8 @@ def _numpy(self: Tensor) -> np.ndarray:
     if entry is None:
         _require_cpu(self)
         npdt = to_numpy_dtype(self.dtype)  # TypeError where numpy has no such type
-        entry = _NUMPY_OF[self.dtype] = (npdt, None if self.dtype.name in _NUMPY_NATIVE else _RAW_VIEW[self.itemsize])
+        raw = None if self.dtype.name in _NUMPY_NATIVE else _RAW_VIEW[self.itemsize]
+        entry = _NUMPY_OF[self.dtype] = (npdt, raw)
     npdt, raw = entry
     try:
         if raw is None:
