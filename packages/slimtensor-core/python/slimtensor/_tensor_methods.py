@@ -126,7 +126,8 @@ def _rebuild(data: bytes, shape: tuple[int, ...], dtype_name: str, device: str) 
     from . import _dtypes
 
     raw = _C._from_buffer(bytearray(data))
-    t = raw.view(getattr(_dtypes, dtype_name)) if raw.numel() else _C.empty(0, dtype=getattr(_dtypes, dtype_name))
+    dtype = getattr(_dtypes, dtype_name)
+    t = raw.view(dtype) if raw.numel() else _C.empty(0, dtype=dtype)
     return t.reshape(shape)._to(device, None, False)
 
 
@@ -141,7 +142,9 @@ def _reduce(self: Tensor) -> tuple[Any, ...]:
 def _scalar(kind: type) -> Any:
     def convert(self: Tensor) -> Any:
         if self.numel() != 1:
-            raise TypeError(f"only one-element tensors can be converted to Python scalars (numel={self.numel()})")
+            raise TypeError(
+                f"only one-element tensors can be converted to Python scalars (numel={self.numel()})"
+            )
         return kind(self.item())
 
     return convert
