@@ -1,6 +1,6 @@
 """The benchmark suite: slimtensor against numpy and torch in the same run, written as JSON (docs/benchmarks.md).
 
-    slimtensor bench [--quick] [--filter PATTERN] [--out PATH] [--compare OLD.json]
+    slimtensor bench [--quick] [--filter PATTERN] [--out PATH] [--compare OLD.json] [--targets] [--markdown]
     python -m slimtensor.bench ...
 
 Results follow the schema in _schema.py; st.viz.benchmark(results) plots them.
@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any, Iterator
 
-from . import _machine, _report, _schema
+from . import _machine, _report, _schema, _targets
 from ._case import Case, Libs, to_json
 from ._timing import Settings
 
@@ -156,8 +156,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="PATH", help="write the JSON results here (default: "
                    "slimtensor-bench-<mode>-<time>.json in the current folder)")
     p.add_argument("--compare", metavar="OLD.json", help="print (and store) the change against an earlier run")
-    p.add_argument("--results", metavar="NEW.json", help="with --compare: compare this stored run instead of "
-                   "running the suite")
+    p.add_argument("--results", metavar="NEW.json", help="with --compare or --targets: use this stored run "
+                   "instead of running the suite")
+    p.add_argument("--targets", action="store_true", help="print the issues' speed targets, met or missed, "
+                   "as a markdown table")
+    p.add_argument("--markdown", action="store_true", help="print every case as a markdown table")
     p.add_argument("--list", action="store_true", help="list the case ids (after --filter) and exit")
     p.add_argument("--no-torch", action="store_true", help="do not import torch (its cases say why they are skipped)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -174,8 +177,8 @@ def main(argv: list[str] | None = None) -> int:
             if _selected(case.id, ns.filter):
                 print(case.id + (f"  (skipped: {case.skipped})" if case.skipped else ""))
         return 0
-    if ns.results and not ns.compare:
-        print("slimtensor bench: --results needs --compare OLD.json", file=sys.stderr)
+    if ns.results and not (ns.compare or ns.targets or ns.markdown):
+        print("slimtensor bench: --results needs --compare OLD.json, --targets or --markdown", file=sys.stderr)
         return 2
     old = load(ns.compare) if ns.compare else None
     if ns.results:
@@ -197,4 +200,8 @@ def main(argv: list[str] | None = None) -> int:
         changes = compare(old, new)
         metric_of = {c["id"]: c["metric"] for c in new["cases"]}
         print(_report.compare_table(changes, metric_of))
+    if ns.markdown:
+        print(_report.markdown(new))
+    if ns.targets:
+        print(_targets.markdown(new))
     return 0

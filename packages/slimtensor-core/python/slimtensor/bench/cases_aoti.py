@@ -140,11 +140,11 @@ def _default_model_dir() -> str | None:
     return None
 
 
-def _harness_models(script: Path) -> list[str]:
-    """The model names benchmarks/aoti_bench.py times (its MODELS list)."""
+def _harness_list(script: Path, name: str) -> list:
+    """A literal list of benchmarks/aoti_bench.py (MODELS: model names; ADDMM: (m, k, n) shapes)."""
     for node in ast.walk(ast.parse(script.read_text())):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "MODELS" for t in node.targets):
-            return [str(e.value) for e in getattr(node.value, "elts", []) if isinstance(e, ast.Constant)]
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return list(ast.literal_eval(node.value))
     return []
 
 
@@ -163,7 +163,7 @@ def _model_cases(libs: Libs, quick: bool) -> list[Case]:
                   "inductor and minutes, so the suite does not do it itself)")
     names: list[Path] = []
     if reason is None and model_dir and script is not None:
-        wanted = _harness_models(script)
+        wanted = _harness_list(script, "MODELS")
         names = [Path(model_dir) / f"{n}.pt2" for n in wanted if (Path(model_dir) / f"{n}.pt2").exists()]
         if not names:
             reason = f"{model_dir} holds none of the models {MODEL_HARNESS} times ({', '.join(wanted)})"
@@ -183,21 +183,28 @@ def _model_cases(libs: Libs, quick: bool) -> list[Case]:
                     cache.update({r["case"]: r for r in json.load(f)["rows"]})
         return cache
 
-    out = []
-    for path in names:
-
-        def run(settings: Settings, name: str = path.stem) -> dict:
-            row = rows().get(name)
+    def runner(row_name: str, what: str):
+        def run(settings: Settings) -> dict:
+            row = rows().get(row_name)
             if row is None:
-                return {"slimtensor": {"skipped": f"{MODEL_HARNESS} gave no result for {name}"}}
+                return {"slimtensor": {"skipped": f"{MODEL_HARNESS} gave no result for {row_name}"}}
             # the harness reports min and median microseconds per run over 7 repeats
             return {"slimtensor": summarize([x * 1e-6 for x in row["slim_us"]]),
                     "torch": summarize([x * 1e-6 for x in row["torch_us"]]),
-                    "numpy": {"skipped": "numpy cannot run AOTInductor models"}}
+                    "numpy": {"skipped": f"numpy cannot run {what}"}}
 
-        out.append(Case(id=f"aoti/model/{path.stem}", group="aoti", title=f"{title}: {path.stem}",
-                        params={"model": path.name, "folder": folder, "harness": MODEL_HARNESS}, metric="time",
-                        run=run))
+        return run
+
+    out = [Case(id=f"aoti/model/{path.stem}", group="aoti", title=f"{title}: {path.stem}",
+                params={"model": path.name, "folder": folder, "harness": MODEL_HARNESS}, metric="time",
+                run=runner(path.stem, "AOTInductor models")) for path in names]
+    # The BLAS-backed fallback alone: aoti_torch_cpu_addmm_out(out, bias, a, b, 1, 1), float32.
+    for m, k, n in _harness_list(script, "ADDMM"):
+        shape = f"{m}x{k}@{k}x{n}"
+        out.append(Case(id=f"aoti/addmm/{shape}", group="aoti",
+                        title=f"aoti_torch_cpu_addmm_out, float32 {shape} plus a bias, on slimtensor and on libtorch",
+                        params={"m": m, "k": k, "n": n, "harness": MODEL_HARNESS}, metric="time",
+                        run=runner(f"addmm {shape}", "the AOTI shims")))
     return out
 
 
