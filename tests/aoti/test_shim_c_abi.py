@@ -329,6 +329,51 @@ def test_empty_strided_errors(L, case):
     assert not h.value
 
 
+def test_model_owner_ignores_an_unrelated_storage_at_a_freed_temporarys_address(L):
+    # got: a from_blob temporary made while a model owner was entered, then freed, left its address in the
+    # owner's constants; a later output whose storage header reused that address was "adopted" as a
+    # constant, and its own memory freed under it (heap-use-after-free). The owner now keeps storage ids.
+    owner = L.slimtensor_aoti_owner_new(None, None)
+    buf = np.zeros(4, np.float32)
+    try:
+        L.slimtensor_aoti_owner_enter(owner)
+        tmp = H()
+        ok(L.aoti_torch_create_tensor_from_blob(buf.ctypes.data, 1, arr(4), None, 0, F32, 0, 0, byref(tmp)))
+        ok(L.aoti_torch_delete_tensor_object(tmp))
+    finally:
+        L.slimtensor_aoti_owner_enter(None)
+    outputs = [empty(L, [1 << 20]) for _ in range(4)]  # large: headers from the cache the temporary went to
+    try:
+        assert [L.slimtensor_aoti_owner_adopt_output(owner, h) for h in outputs] == [0, 0, 0, 0]
+        assert L.slimtensor_aoti_owner_refs(owner) == 1
+    finally:
+        for h in outputs:
+            ok(L.aoti_torch_delete_tensor_object(h))
+        L.slimtensor_aoti_owner_release(owner)
+
+
+@pytest.mark.parametrize(
+    "case", ["neg_size", "overflow", "zero_hides_overflow", "unknown_device", "huge_alloc"]
+)
+def test_errors_name_the_shim_once(L, case):
+    # got: "aoti_torch_empty_strided(): aoti_torch_empty_strided: out of memory ..." (the core's message
+    # repeated the name the shim gave it)
+    sizes = {"neg_size": (2, -3), "overflow": (2**40, 2**40), "zero_hides_overflow": (2**62, 4, 0)}.get(
+        case, (2, 3)
+    )
+    if case == "huge_alloc":
+        sizes = (1 << 50,)
+    dev = 37 if case == "unknown_device" else 0
+    h = H()
+    rc = L.aoti_torch_empty_strided(
+        len(sizes), arr(*sizes), None, U8 if case == "huge_alloc" else F32, dev, 0, byref(h)
+    )
+    msg = err(rc)
+    assert msg.startswith("aoti_torch_empty_strided(): "), msg
+    assert msg.count("aoti_torch_empty_strided") == 1, msg
+    assert not h.value
+
+
 def test_from_blob_offset_is_from_the_base(L):
     buf = np.arange(16, dtype=np.float32)
     base = buf.ctypes.data

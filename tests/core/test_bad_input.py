@@ -42,6 +42,11 @@ def test_sizes_whose_element_count_or_bytes_overflow_int64():
         (lambda: st.arange(4).as_strided((2,), (1,), 2**62), "as_strided()"),
         (lambda: st.arange(4).as_strided((2**62, 2), (4, 1)), "as_strided()"),
         (lambda: st.from_blob(np.zeros(2).ctypes.data, (2**62,)), "from_blob()"),
+        # got: with a zero size after them, the large sizes were accepted (numel 0), and reshape, which
+        # multiplies sizes from the outside in, then overflowed a signed int64 (undefined behaviour)
+        (lambda: st.empty_strided((2**62, 4, 0), (0, 0, 1)), "empty_strided()"),
+        (lambda: st.empty_strided((0, 2**62, 4), (0, 0, 0)), "empty_strided()"),
+        (lambda: st.arange(4).as_strided((2**62, 4, 0), (0, 0, 1)), "as_strided()"),
     ]:
         with raises_named(ValueError, fn, "overflow"):
             call()

@@ -94,19 +94,17 @@ CpuCopyPlan plan_cpu_copy(const Tensor& dst, const int64_t* src_strides, const T
   return p;
 }
 
-void trace_copy(const Tensor& dst, const Tensor& src) {
-  Event e;
-  e.kind = EventKind::Copy;
-  e.time_ns = events::now_ns();
-  e.storage_id = dst.storage_impl()->id();
-  e.src_storage_id = src.storage_impl()->id();
-  e.bytes = dst.nbytes();
-  e.device = dst.device();
-  e.src_device = src.device();
-  e.dtype = static_cast<int8_t>(dst.dtype());
-  e.src_dtype = static_cast<int8_t>(src.dtype());
-  e.op = "copy_";
-  events::record(std::move(e));
+void trace_copy(const Tensor& dst, const Tensor& src) noexcept {
+  events::emit(EventKind::Copy, [&](Event& e) {
+    e.storage_id = dst.storage_impl()->id();
+    e.src_storage_id = src.storage_impl()->id();
+    e.bytes = dst.nbytes();
+    e.device = dst.device();
+    e.src_device = src.device();
+    e.dtype = static_cast<int8_t>(dst.dtype());
+    e.src_dtype = static_cast<int8_t>(src.dtype());
+    e.op = "copy_";
+  });
 }
 
 const st_device_table& table_of(Device d) { return *usable_device(d, "copy_()").table; }

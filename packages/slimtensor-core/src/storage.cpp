@@ -42,17 +42,15 @@ void* aligned_block(size_t bytes) {
   return std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
 }
 
-void trace_storage(EventKind kind, const StorageImpl& s, const char* op) {
-  Event e;
-  e.kind = kind;
-  e.time_ns = events::now_ns();
-  e.id = s.id();
-  e.storage_id = s.id();
-  e.bytes = s.nbytes();
-  e.device = s.device();
-  e.owning = s.is_owning();
-  e.op = op;
-  events::record(std::move(e));
+void trace_storage(EventKind kind, const StorageImpl& s, const char* op) noexcept {
+  events::emit(kind, [&](Event& e) {
+    e.id = s.id();
+    e.storage_id = s.id();
+    e.bytes = s.nbytes();
+    e.device = s.device();
+    e.owning = s.is_owning();
+    e.op = op;
+  });
 }
 
 // Note [Storage header cache]: freed headers go to the freeing thread's list (up to kCachedHeaders); the
@@ -187,13 +185,7 @@ StorageImpl* StorageImpl::borrow(Device device, void* data, int64_t nbytes, Borr
 }
 
 void StorageImpl::destroy() noexcept {
-  if (events::tracing_active()) {
-    try {
-      trace_storage(EventKind::StorageFree, *this, owning_ ? "free" : "release");
-    } catch (...) {
-      // Tracing must never turn a free into a crash; the event is lost.
-    }
-  }
+  if (events::tracing_active()) trace_storage(EventKind::StorageFree, *this, owning_ ? "free" : "release");
   counters::storage_destroyed(device_.type, nbytes_, owning_);
   if (!owning_) {
     if (deleter_) deleter_(borrowed_data_, context_);

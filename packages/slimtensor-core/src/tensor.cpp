@@ -23,20 +23,18 @@ std::string call_name(const char* op) {
   return n > 0 && op[n - 1] == ')' ? std::string(op) : std::string(op) + "()";
 }
 
-void trace_tensor(EventKind kind, const Tensor& t, uint64_t id, const char* op) {
-  Event e;
-  e.kind = kind;
-  e.time_ns = events::now_ns();
-  e.id = id;
-  e.storage_id = t.storage_impl()->id();
-  e.bytes = t.nbytes();
-  e.device = t.device();
-  e.dtype = static_cast<int8_t>(t.dtype());
-  e.op = op;
-  e.sizes.assign(t.sizes(), t.sizes() + t.ndim());
-  e.strides.assign(t.strides(), t.strides() + t.ndim());
-  e.offset = t.storage_offset();
-  events::record(std::move(e));
+void trace_tensor(EventKind kind, const Tensor& t, uint64_t id, const char* op) noexcept {
+  events::emit(kind, [&](Event& e) {
+    e.id = id;
+    e.storage_id = t.storage_impl()->id();
+    e.bytes = t.nbytes();
+    e.device = t.device();
+    e.dtype = static_cast<int8_t>(t.dtype());
+    e.op = op;
+    e.sizes.assign(t.sizes(), t.sizes() + t.ndim());
+    e.strides.assign(t.strides(), t.strides() + t.ndim());
+    e.offset = t.storage_offset();
+  });
 }
 
 }  // namespace
@@ -141,7 +139,7 @@ void Tensor::finish(const char* op) {
   count(op);
 }
 
-void Tensor::count(const char* op) {
+void Tensor::count(const char* op) noexcept {
   counters::tensor_created(storage_->device().type);
   if (events::tracing_active()) {
     id_ = g_next_tensor_id.fetch_add(1, std::memory_order_relaxed);
@@ -151,35 +149,54 @@ void Tensor::count(const char* op) {
 
 // One pass from the innermost dim: numel, the last element reached, contiguity (PyTorch's
 // compute_contiguous: size-1 dims are skipped, an empty tensor is contiguous; the expected stride of a
-// dim is the product of the sizes inside it, i.e. the running numel) and the checks of
-// Note [Tensor invariants]. Only when a size, stride or offset is negative, or there are more than 64 dims,
-// does report_bad_layout() look again to say what is wrong.
+// dim is the product of the sizes inside it) and the checks of Note [Tensor invariants]. Only when a size,
+// stride or offset is negative, or there are more than 64 dims, does report_bad_layout() look again to
+// say what is wrong.
+//
+// The product of the non-zero sizes must fit in int64, whatever their order: code elsewhere multiplies
+// sizes in any order (reshape, from the outside in), and a zero size must not hide an overflow from it.
 int64_t Tensor::check_layout(const char* op) {
   const int n = dims_.ndim();
   const int64_t* sz = dims_.sizes();
   const int64_t* st = dims_.strides();
-  int64_t numel = 1, last = offset_;
+  int64_t nonzero = 1, last = offset_;  // nonzero: the product of the non-zero sizes seen so far
   bool negative = offset_ < 0, overflow = false, empty = false, contiguous = true;
   for (int d = n - 1; d >= 0; --d) {
     const int64_t size = sz[d], stride = st[d];
     negative |= (size | stride) < 0;
-    empty |= size == 0;
-    if (size != 1) contiguous &= stride == numel;
+    if (size != 1) contiguous &= stride == nonzero;  // only read when no size is 0
+    if (size == 0) {
+      empty = true;
+      continue;  // no element: no step, and the extent is 0
+    }
     int64_t step = 0;
-    overflow |= mul_overflows(stride, size > 0 ? size - 1 : 0, &step);
+    overflow |= mul_overflows(stride, size - 1, &step);
     overflow |= add_overflows(last, step, &last);
-    overflow |= mul_overflows(numel, size, &numel);
+    overflow |= mul_overflows(nonzero, size, &nonzero);
   }
+  const int64_t numel = empty ? 0 : nonzero;
   if (__builtin_expect(negative || n > 64, 0)) report_bad_layout(op);
   int64_t extent = 0, view_bytes = 0;
   overflow |= add_overflows(last, 1, &last);
   overflow |= mul_overflows(last, itemsize(), &extent);
-  overflow |= mul_overflows(numel, itemsize(), &view_bytes);  // nbytes() of a broadcast view can exceed its extent
-  ST_CHECK(!overflow, Value, call_name(op), ": sizes, strides and offset overflow int64 (numel, bytes or byte "
-           "extent too large)");
-  numel_ = empty ? 0 : numel;
+  overflow |= mul_overflows(nonzero, itemsize(), &view_bytes);  // a broadcast view's nbytes() can exceed its extent
+  if (__builtin_expect(overflow, 0)) report_overflow(op);
+  numel_ = numel;
   contiguous_ = empty || contiguous;
   return empty ? 0 : extent;
+}
+
+void Tensor::report_overflow(const char* op) const {
+  const std::string name = call_name(op);
+  int64_t product = 1;
+  for (int d = 0; d < ndim(); ++d) {
+    ST_CHECK(sizes()[d] == 0 || !mul_overflows(product, sizes()[d], &product), Value, name,
+             ": the number of elements overflows int64 (the product of the non-zero sizes is too large)");
+  }
+  ST_CHECK(!mul_overflows(product, itemsize(), &product), Value, name,
+           ": the size in bytes overflows int64 (numel * itemsize is too large)");
+  fail(ErrorKind::Value, name, ": the byte extent of the view overflows int64 (storage_offset + sum of "
+       "stride * (size - 1), times the itemsize, is too large)");
 }
 
 void Tensor::report_bad_layout(const char* op) const {
@@ -234,13 +251,7 @@ Tensor& Tensor::operator=(Tensor&& other) noexcept {
 Tensor::~Tensor() {
   if (!storage_) return;
   counters::tensor_destroyed(storage_->device().type);
-  if (id_ != 0 && events::tracing_active()) {
-    try {
-      trace_tensor(EventKind::TensorDestroy, *this, id_, "destroy");
-    } catch (...) {
-      // Never let tracing turn a destructor into a crash; the event is lost.
-    }
-  }
+  if (id_ != 0 && events::tracing_active()) trace_tensor(EventKind::TensorDestroy, *this, id_, "destroy");
 }
 
 bool Tensor::is_contiguous(MemoryFormat format) const noexcept {

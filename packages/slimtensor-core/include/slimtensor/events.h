@@ -53,6 +53,20 @@ SLIMTENSOR_API size_t start_trace();
 // Stops a trace started at `first`; returns its events. Traces may stop in any order.
 SLIMTENSOR_API std::vector<Event> stop_trace(size_t first);
 SLIMTENSOR_API int64_t now_ns() noexcept;
+
+// Builds an event (kind and time set, the rest by `fill(e)`) and records it. Best effort: an event that
+// cannot be built or stored (out of memory) is lost, and the operation it describes goes on unaffected.
+template <typename Fill>
+void emit(EventKind kind, Fill&& fill) noexcept {
+  try {
+    Event e;
+    e.kind = kind;
+    e.time_ns = now_ns();
+    fill(e);
+    record(std::move(e));
+  } catch (...) {
+  }
+}
 }  // namespace events
 
 }  // namespace slimtensor

@@ -3,6 +3,8 @@
 // Note [Tensor invariants]
 // For a defined tensor (storage present):
 //   - ndim >= 0; every size >= 0; every stride >= 0 (negative strides are rejected, never rewritten);
+//   - the product of the non-zero sizes, times the itemsize, fits in int64 (so sizes multiply in any
+//     order without overflow, even for an empty tensor);
 //   - the view is inside its storage: when numel > 0,
 //       (offset + sum_i stride_i * (size_i - 1) + 1) * itemsize <= storage.nbytes,
 //     and all of that arithmetic fits in int64 (Note [Overflow]);
@@ -94,9 +96,10 @@ class SLIMTENSOR_API Tensor {
   // Checks sizes, strides and offset, caches numel_ and contiguous_; returns the byte extent.
   int64_t check_layout(const char* op);
   [[noreturn]] void report_bad_layout(const char* op) const;  // says which size, stride or offset is wrong
+  [[noreturn]] void report_overflow(const char* op) const;    // says which quantity overflows int64
   // check_layout and the storage bound, then count; drops the storage if a check fails.
   void finish(const char* op);
-  void count(const char* op);  // counts the tensor as live and traces its creation
+  void count(const char* op) noexcept;  // counts the tensor as live and traces its creation (best effort)
 
   Storage storage_;
   Dims dims_;

@@ -38,23 +38,21 @@ Registry& registry() {
   return *r;
 }
 
-void trace(EventKind kind, AtenTensorHandle h, const char* op) {
-  const Tensor& t = h->tensor;
-  Event e;
-  e.kind = kind;
-  e.time_ns = events::now_ns();
-  e.id = reinterpret_cast<uint64_t>(h);
-  e.op = op;
-  if (t.defined()) {
-    e.storage_id = t.storage()->id();
-    e.bytes = t.nbytes();
-    e.device = t.device();
-    e.dtype = static_cast<int8_t>(t.dtype());
-    e.sizes.assign(t.sizes(), t.sizes() + t.ndim());
-    e.strides.assign(t.strides(), t.strides() + t.ndim());
-    e.offset = t.storage_offset();
-  }
-  events::record(std::move(e));
+void trace(EventKind kind, AtenTensorHandle h, const char* op) noexcept {
+  events::emit(kind, [&](Event& e) {
+    const Tensor& t = h->tensor;
+    e.id = reinterpret_cast<uint64_t>(h);
+    e.op = op;
+    if (t.defined()) {
+      e.storage_id = t.storage()->id();
+      e.bytes = t.nbytes();
+      e.device = t.device();
+      e.dtype = static_cast<int8_t>(t.dtype());
+      e.sizes.assign(t.sizes(), t.sizes() + t.ndim());
+      e.strides.assign(t.strides(), t.strides() + t.ndim());
+      e.offset = t.storage_offset();
+    }
+  });
 }
 
 }  // namespace
@@ -117,13 +115,7 @@ void handle_made_slow(AtenTensorHandle h, const char* op) {
 }
 
 void handle_deleting_slow(AtenTensorHandle h) noexcept {
-  if (events::tracing_active()) {
-    try {
-      trace(EventKind::HandleDelete, h, "aoti_torch_delete_tensor_object");
-    } catch (...) {
-      // Tracing is best effort; the delete itself must happen.
-    }
-  }
+  if (events::tracing_active()) trace(EventKind::HandleDelete, h, "aoti_torch_delete_tensor_object");
   if (g_debug_handles) {
     Registry& r = registry();
     std::lock_guard<std::mutex> lock(r.mutex);
@@ -153,9 +145,14 @@ void check_handle_slow(AtenTensorHandle h, const char* function, const char* arg
 }
 
 void set_last_error(const char* function, const char* message) noexcept {
+  // Core errors already start with the name they were given: "fn(): ..." is kept, "fn: ..." becomes
+  // "fn(): ...", anything else gets the prefix.
   size_t n = std::strlen(function);
-  if (std::strncmp(message, function, n) == 0 && message[n] == '(') {
+  const bool named = std::strncmp(message, function, n) == 0;
+  if (named && message[n] == '(') {
     std::snprintf(t_last_error, sizeof(t_last_error), "%s", message);
+  } else if (named && message[n] == ':') {
+    std::snprintf(t_last_error, sizeof(t_last_error), "%s()%s", function, message + n);
   } else {
     std::snprintf(t_last_error, sizeof(t_last_error), "%s(): %s", function, message);
   }

@@ -14,7 +14,9 @@ struct ModelOwner {
   slimtensor_model_release_fn release = nullptr;
   void* container = nullptr;
   std::mutex mutex;
-  std::unordered_set<const StorageImpl*> constants;
+  // Ids, not addresses: a temporary made while the owner was entered may be freed, and its header reused
+  // by an unrelated storage; ids are never reused.
+  std::unordered_set<uint64_t> constants;
 };
 
 namespace {
@@ -40,7 +42,7 @@ ModelOwner* current_owner() noexcept { return t_owner; }
 
 void owner_record(ModelOwner* owner, StorageImpl* storage) {
   std::lock_guard<std::mutex> lock(owner->mutex);
-  owner->constants.insert(storage);
+  owner->constants.insert(storage->id());
 }
 
 }  // namespace slimtensor::aoti
@@ -86,7 +88,7 @@ int32_t slimtensor_aoti_owner_adopt_output(void* owner, AtenTensorHandle output)
     if (!t.defined()) return;
     {
       std::lock_guard<std::mutex> lock(o->mutex);
-      if (!o->constants.count(t.storage_impl())) return;
+      if (!o->constants.count(t.storage_impl()->id())) return;
     }
     StorageImpl* s = t.storage_impl();
     o->refs.fetch_add(1, std::memory_order_relaxed);

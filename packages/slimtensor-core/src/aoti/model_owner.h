@@ -22,7 +22,7 @@ struct ModelOwner;
 
 // The owner entered on this thread, or null.
 ModelOwner* current_owner() noexcept;
-// Records a storage made while `owner` was entered.
+// Records a storage made while `owner` was entered (by its id, which is never reused).
 void owner_record(ModelOwner* owner, StorageImpl* storage);
 
 }  // namespace slimtensor::aoti
