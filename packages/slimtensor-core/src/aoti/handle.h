@@ -32,9 +32,10 @@
 #include "slimtensor/tensor.h"
 
 struct AtenTensorOpaque {
+  struct BuildWith {};  // tags the constructor below, so that it never stands in for a copy
   // `make()` returns the tensor as a prvalue, which C++17 constructs straight into `tensor`.
   template <typename Make>
-  explicit AtenTensorOpaque(Make&& make) : tensor(make()) {}
+  AtenTensorOpaque(BuildWith, Make&& make) : tensor(make()) {}
 
   uint32_t magic = 0;                         // kHandleMagic while the handle is live
   slimtensor::DeviceType counted_type = 0;    // the device type its creation was counted under
@@ -101,7 +102,7 @@ AtenTensorHandle emplace_handle(const char* op, Make&& make) {
   void* block = take_block();
   AtenTensorHandle h;
   try {
-    h = new (block) AtenTensorOpaque(make);
+    h = new (block) AtenTensorOpaque(AtenTensorOpaque::BuildWith{}, make);
   } catch (...) {
     give_block(block);
     throw;
