@@ -25,6 +25,8 @@ import numpy as np
 import pytest
 from slimtensor.aoti import _lib
 
+from ._helpers import shim_lib
+
 H = c_void_p
 P64 = POINTER(c_int64)
 F32, F64, I64, I32, BOOL, BF16, U8 = 6, 7, 4, 3, 11, 15, 0
@@ -32,62 +34,7 @@ F32, F64, I64, I32, BOOL, BF16, U8 = 6, 7, 4, 3, 11, 15, 0
 
 @pytest.fixture(scope="module")
 def L():
-    lib = _lib.lib()
-    protos = {
-        "aoti_torch_empty_strided": (c_int32, c_int64, P64, P64, c_int32, c_int32, c_int32, POINTER(H)),
-        "aoti_torch_empty_strided_pinned": (
-            c_int32,
-            c_int64,
-            P64,
-            P64,
-            c_int32,
-            c_int32,
-            c_int32,
-            POINTER(H),
-        ),
-        "aoti_torch_create_tensor_from_blob": (
-            c_int32,
-            c_void_p,
-            c_int64,
-            P64,
-            P64,
-            c_int64,
-            c_int32,
-            c_int32,
-            c_int32,
-            POINTER(H),
-        ),
-        "aoti_torch__reinterpret_tensor": (c_int32, H, c_int64, P64, P64, c_int64, POINTER(H)),
-        "aoti_torch_as_strided": (c_int32, H, P64, P64, POINTER(H)),
-        "aoti_torch__alloc_from_pool": (c_int32, H, c_int64, c_int32, c_int64, P64, P64, POINTER(H)),
-        "aoti_torch_new_tensor_handle": (c_int32, H, POINTER(H)),
-        "aoti_torch_new_uninitialized_tensor": (c_int32, POINTER(H)),
-        "aoti_torch_assign_tensors": (c_int32, H, H),
-        "aoti_torch_assign_tensors_out": (c_int32, H, POINTER(H)),
-        "aoti_torch_clone": (c_int32, H, POINTER(H)),
-        "aoti_torch_clone_preserve_strides": (c_int32, H, POINTER(H)),
-        "aoti_torch_copy_": (c_int32, H, H, c_int32),
-        "aoti_torch_tensor_copy_": (c_int32, H, H),
-        "aoti_torch_zero_": (c_int32, H),
-        "aoti_torch_get_numel": (c_int32, H, P64),
-        "aoti_torch_get_storage_size": (c_int32, H, P64),
-        "aoti_torch_get_storage_numel": (c_int32, H, P64),
-        "aoti_torch_get_size": (c_int32, H, c_int64, P64),
-        "aoti_torch_get_stride": (c_int32, H, c_int64, P64),
-        "aoti_torch_get_device_index": (c_int32, H, POINTER(c_int32)),
-        "aoti_torch_get_layout": (c_int32, H, POINTER(c_int32)),
-        "aoti_torch_is_contiguous": (c_int32, H, POINTER(c_bool)),
-        "aoti_torch_is_defined": (c_int32, H, POINTER(c_bool)),
-        "aoti_torch_dtype_element_size": (ctypes.c_size_t, c_int32),
-        "aoti_torch_abi_version": (c_uint64,),
-        "aoti_torch_grad_mode_is_enabled": (c_bool,),
-        "aoti_torch_grad_mode_set_enabled": (None, c_bool),
-        "aoti_torch_warn": (None, ctypes.c_char_p, ctypes.c_char_p, c_uint32, ctypes.c_char_p),
-    }
-    for name, (res, *args) in protos.items():
-        f = getattr(lib, name)
-        f.restype, f.argtypes = res, args
-    return lib
+    return shim_lib()
 
 
 def arr(*v):

@@ -5,7 +5,7 @@ A view is accepted exactly when it lies inside its storage (computed here in exa
 
 from __future__ import annotations
 
-from ctypes import POINTER, byref, c_int32, c_int64, c_void_p
+from ctypes import POINTER, byref, c_int64, c_void_p
 
 import numpy as np
 import pytest
@@ -14,6 +14,8 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from slimtensor.aoti import _lib  # noqa: E402
+
+from ._helpers import shim_lib  # noqa: E402
 
 H = c_void_p
 P64 = POINTER(c_int64)
@@ -27,24 +29,6 @@ strides_st = st.lists(
     st.one_of(st.integers(-3, 50), st.sampled_from([2**32, 2**62, INT64_MAX])), min_size=0, max_size=7
 )
 offset_st = st.one_of(st.integers(-3, 200), st.sampled_from([2**40, INT64_MAX, -(2**63)]))
-
-
-def _L():
-    lib = _lib.lib()
-    lib.aoti_torch_empty_strided.argtypes = [c_int64, P64, P64, c_int32, c_int32, c_int32, POINTER(H)]
-    lib.aoti_torch__reinterpret_tensor.argtypes = [H, c_int64, P64, P64, c_int64, POINTER(H)]
-    lib.aoti_torch_create_tensor_from_blob.argtypes = [
-        c_void_p,
-        c_int64,
-        P64,
-        P64,
-        c_int64,
-        c_int32,
-        c_int32,
-        c_int32,
-        POINTER(H),
-    ]
-    return lib
 
 
 def arr(v):
@@ -69,7 +53,7 @@ def view_fits(sizes, strides, offset, itemsize, nbytes):
 @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(sizes=sizes_st, strides=strides_st, increment=offset_st, ndim_delta=st.integers(-1, 1))
 def test_reinterpret_accepts_exactly_the_views_inside_the_storage(sizes, strides, increment, ndim_delta):
-    L = _L()
+    L = shim_lib()
     base = H()
     assert L.aoti_torch_empty_strided(1, arr([64]), None, 6, 0, 0, byref(base)) == 0
     strides = (strides + [1] * len(sizes))[: len(sizes)]
@@ -97,7 +81,7 @@ def test_reinterpret_accepts_exactly_the_views_inside_the_storage(sizes, strides
     index=st.integers(-3, 3),
 )
 def test_empty_strided_never_crashes(sizes, strides, dtype, device, index):
-    L = _L()
+    L = shim_lib()
     if strides is not None:
         strides = (strides + [1] * len(sizes))[: len(sizes)]
     h = H()
@@ -117,7 +101,7 @@ def test_empty_strided_never_crashes(sizes, strides, dtype, device, index):
 @given(sizes=sizes_st, strides=strides_st, offset=offset_st)
 def test_from_blob_accepts_any_layout_it_can_describe(sizes, strides, offset):
     """from_blob borrows: the storage is the view's extent, so any valid, non-overflowing layout is ok."""
-    L = _L()
+    L = shim_lib()
     buf = np.zeros(1 << 12, np.uint8)
     strides = (strides + [1] * len(sizes))[: len(sizes)]
     h = H()

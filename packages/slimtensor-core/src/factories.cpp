@@ -49,7 +49,7 @@ Tensor full(IntList sizes, const Scalar& value, ScalarType dtype, Device device)
 Tensor from_blob(void* data, IntList sizes, IntList strides, int64_t storage_offset, ScalarType dtype, Device device,
                  BorrowDeleter deleter, void* context, bool read_only, const char* owner, const char* op) {
   return Tensor::make_for_extent(sizes, strides, storage_offset, dtype, op, op, [&](int64_t extent) {
-    return Storage::adopt(StorageImpl::borrow(device, data, extent, deleter, context, read_only, owner));
+    return Storage::adopt(StorageImpl::borrow(device, data, extent, deleter, context, read_only, owner, op));
   });
 }
 

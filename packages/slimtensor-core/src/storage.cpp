@@ -163,10 +163,10 @@ StorageImpl* StorageImpl::allocate(Device device, int64_t nbytes, const char* fu
 }
 
 StorageImpl* StorageImpl::borrow(Device device, void* data, int64_t nbytes, BorrowDeleter deleter, void* context,
-                                 bool read_only, const char* owner) {
-  ST_CHECK(nbytes >= 0, Value, "from_blob(): expected a byte count >= 0 but got ", nbytes);
-  ST_CHECK(data != nullptr || nbytes == 0, Value, "from_blob(): data is null but the view needs ", nbytes,
-           " bytes; pass a valid pointer (null is allowed only for zero elements)");
+                                 bool read_only, const char* owner, const char* function) {
+  ST_CHECK(nbytes >= 0, Value, call_name(function), ": expected a byte count >= 0 but got ", nbytes);
+  ST_CHECK(data != nullptr || nbytes == 0, Value, call_name(function), ": data is NULL but the view has elements (",
+           nbytes, " bytes from its base); pass a valid pointer (a null one is allowed only for zero elements)");
   if (device.index < 0) device.index = 0;
   auto* s = new StorageImpl();
   s->data_ = nbytes > 0 ? data : nullptr;

@@ -2,7 +2,6 @@
 #include "slimtensor/tensor.h"
 
 #include <atomic>
-#include <cstring>
 #include <string>
 
 #include "slimtensor/checked_math.h"
@@ -15,13 +14,6 @@ namespace slimtensor {
 namespace {
 
 std::atomic<uint64_t> g_next_tensor_id{1};
-
-// "op()" for an op named bare ("as_strided", "aoti_torch__reinterpret_tensor"); factories pass names that
-// already end in "()".
-std::string call_name(const char* op) {
-  const size_t n = std::strlen(op);
-  return n > 0 && op[n - 1] == ')' ? std::string(op) : std::string(op) + "()";
-}
 
 void trace_tensor(EventKind kind, const Tensor& t, uint64_t id, const char* op) noexcept {
   events::emit(kind, [&](Event& e) {
@@ -202,7 +194,7 @@ void Tensor::report_overflow(const char* op) const {
 void Tensor::report_bad_layout(const char* op) const {
   const std::string name = call_name(op);
   ST_CHECK(ndim() <= 64, Value, name, ": at most 64 dims are supported but the result would have ", ndim());
-  ST_CHECK(offset_ >= 0, Value, name, ": storage offset must be >= 0 but got ", offset_);
+  ST_CHECK(offset_ >= 0, Value, name, ": storage_offset must be >= 0 but got ", offset_);
   for (int d = 0; d < ndim(); ++d) {
     ST_CHECK(sizes()[d] >= 0, Value, name, ": sizes must be >= 0 but size[", d, "] is ", sizes()[d]);
     ST_CHECK(strides()[d] >= 0, Value, name, ": negative strides are not supported (stride[", d, "] is ",

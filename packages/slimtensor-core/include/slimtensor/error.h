@@ -35,6 +35,13 @@ std::string concat(Parts&&... parts) {
 }
 }  // namespace detail
 
+// "op()" for an op named bare ("as_strided", "aoti_torch__reinterpret_tensor"), the name itself when it
+// already ends in "()" ("empty()"): how messages name their function (Note [Error messages]).
+inline std::string call_name(const char* op) {
+  const std::string name(op);
+  return !name.empty() && name.back() == ')' ? name : name + "()";
+}
+
 // Throws Error(kind, concatenation of parts). Out of line at the call sites' cold paths.
 template <typename... Parts>
 [[noreturn]] void fail(ErrorKind kind, Parts&&... parts) {

@@ -19,7 +19,9 @@ SLIMTENSOR_API Tensor empty_like(const Tensor& other, ScalarType dtype, Device d
 SLIMTENSOR_API Tensor full(IntList sizes, const Scalar& value, ScalarType dtype, Device device);
 // Borrowed memory: `data` is the storage base, the view starts `storage_offset` elements after it.
 // The storage covers exactly the view's extent. `deleter(data, context)` runs when the last user goes.
-// `owner` names who owns the memory in traces ("ndarray", "bytearray"); `op` names the operation.
+// `owner` names who owns the memory in traces ("ndarray", "bytearray"); `op` names the operation in traces
+// and errors. Everything (layout, extent, a NULL `data` with elements) is checked before the storage
+// exists: when this throws, the deleter was neither kept nor called, and the caller still owns the memory.
 SLIMTENSOR_API Tensor from_blob(void* data, IntList sizes, IntList strides, int64_t storage_offset,
                                 ScalarType dtype, Device device, BorrowDeleter deleter, void* context,
                                 bool read_only, const char* owner = "from_blob", const char* op = "from_blob");

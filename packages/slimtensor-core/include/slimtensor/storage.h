@@ -47,9 +47,10 @@ class SLIMTENSOR_API StorageImpl {
   // when it cannot.
   static StorageImpl* allocate(Device device, int64_t nbytes, const char* function = "allocate()");
   // Wraps memory the core does not own. `deleter` may be null (nothing to release). `owner` describes
-  // who owns the memory ("numpy.ndarray", "dlpack", "model constant") for traces.
+  // who owns the memory ("numpy.ndarray", "dlpack", "model constant") for traces; errors name `function`.
+  // Throws only before the storage exists: then the deleter is neither kept nor called.
   static StorageImpl* borrow(Device device, void* data, int64_t nbytes, BorrowDeleter deleter, void* context,
-                             bool read_only, const char* owner = "borrowed");
+                             bool read_only, const char* owner = "borrowed", const char* function = "from_blob");
 
   // Headers come from a small per-thread cache: borrowed storages (from_blob, DLPack) are made and freed
   // at high rates by AOTI models and hosts, and malloc/free would be most of their cost.

@@ -122,9 +122,7 @@ SLIMTENSOR_C_API AOTITorchError slimtensor_aoti_handle_from_dlpack(void* managed
     const DLTensor& t = m->dl_tensor;
     ScalarType st = dtype_from_dl(t.dtype, fn);
     Device device = device_from_dl(t.device, fn);
-    IntList sizes = aoti::shape_arg(t.ndim, t.shape, fn);
-    int64_t scratch[aoti::kMaxDims];
-    IntList strides = aoti::strides_arg(sizes, t.strides, scratch, fn);
+    const aoti::LayoutArgs layout(t.ndim, t.shape, t.strides, fn);
     int64_t item = itemsize(st);
     char* base = static_cast<char*>(t.data);
     int64_t offset = 0;
@@ -133,9 +131,9 @@ SLIMTENSOR_C_API AOTITorchError slimtensor_aoti_handle_from_dlpack(void* managed
     } else {
       base += t.byte_offset;
     }
-    if (!base && checked_numel(sizes, fn) != 0) fail(ErrorKind::Value, fn, "(): data is NULL but the tensor has elements");
-    storage_bytes_needed(sizes, strides, offset, item, fn);  // checked before the storage takes the deleter
-    Tensor tensor = from_blob(base, sizes, strides, offset, st, device, &release_managed, m, false);
+    // from_blob checks everything before its storage takes the deleter (or throws, and the deleter is ours).
+    Tensor tensor =
+        from_blob(base, layout.sizes, layout.strides, offset, st, device, &release_managed, m, false, "dlpack", fn);
     handed = true;
     *ret = aoti::make_handle(std::move(tensor), fn);
   });

@@ -166,12 +166,26 @@ inline IntList shape_arg(int64_t ndim, const int64_t* sizes, const char* functio
   if (__builtin_expect(ndim < 0 || ndim > kMaxDims || (ndim > 0 && !sizes), 0)) bad_shape_arg(ndim, function);
   return IntList(sizes, ndim);
 }
-// Strides for a shape: the given ones, or row-major ones written to `scratch` (kMaxDims long) when NULL.
-inline IntList strides_arg(IntList sizes, const int64_t* strides, int64_t* scratch, const char* function) {
-  if (strides) return IntList(strides, sizes.size);
-  contiguous_strides(sizes.data, static_cast<int>(sizes.size), scratch);
-  return IntList(scratch, sizes.size);
-}
+// A shape argument with its strides: the given ones, or row-major ones (kept here) when strides is NULL.
+class LayoutArgs {
+ public:
+  LayoutArgs(int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, const char* function)
+      : sizes(shape_arg(ndim, sizes_ptr, function)) {
+    if (strides_ptr) {
+      strides = IntList(strides_ptr, ndim);
+    } else {
+      contiguous_strides(sizes.data, static_cast<int>(ndim), row_major_);
+      strides = IntList(row_major_, ndim);
+    }
+  }
+  LayoutArgs(const LayoutArgs&) = delete;  // strides may point into this object
+  LayoutArgs& operator=(const LayoutArgs&) = delete;
+
+  IntList sizes, strides;
+
+ private:
+  int64_t row_major_[kMaxDims];
+};
 inline ScalarType dtype_arg(int32_t code, const char* function) { return scalar_type_from_code(code, function); }
 // A device_type/device_index pair; any index but -1 and 0 is refused for the cpu.
 Device device_arg_slow(int32_t device_type, int32_t device_index, const char* function);

@@ -23,12 +23,10 @@ AOTITorchError empty_strided_impl(const char* fn, int64_t ndim, const int64_t* s
                                   int32_t device_index, AtenTensorHandle* ret) {
   return guarded(fn, [&] {
     out_arg(ret, fn, "ret_new_tensor");
-    IntList sizes = shape_arg(ndim, sizes_ptr, fn);
-    int64_t scratch[kMaxDims];
-    IntList strides = strides_arg(sizes, strides_ptr, scratch, fn);
+    const LayoutArgs layout(ndim, sizes_ptr, strides_ptr, fn);
     ScalarType st = dtype_arg(dtype, fn);
     Device device = device_arg(device_type, device_index, fn);
-    *ret = emplace_handle(fn, [&] { return empty_strided(sizes, strides, st, device, fn); });
+    *ret = emplace_handle(fn, [&] { return empty_strided(layout.sizes, layout.strides, st, device, fn); });
   });
 }
 
@@ -37,23 +35,13 @@ AOTITorchError from_blob_impl(const char* fn, void* data, int64_t ndim, const in
                               int32_t device_type, int32_t device_index, AtenTensorHandle* ret) {
   return guarded(fn, [&] {
     out_arg(ret, fn, "ret");
-    IntList sizes = shape_arg(ndim, sizes_ptr, fn);
-    int64_t scratch[kMaxDims];
-    IntList strides = strides_arg(sizes, strides_ptr, scratch, fn);
+    const LayoutArgs layout(ndim, sizes_ptr, strides_ptr, fn);
     ScalarType st = dtype_arg(dtype, fn);
     Device device = device_arg(device_type, device_index, fn);
-    if (storage_offset < 0) {
-      fail(ErrorKind::Value, fn, "(): storage_offset must be >= 0 but is ", storage_offset);
-    }
-    if (!data) {
-      if (checked_numel(sizes, fn) != 0) {
-        fail(ErrorKind::Value, fn, "(): data is NULL but the view has ", checked_numel(sizes, fn),
-             " elements; NULL data is only allowed for tensors with no elements");
-      }
-    }
     if (!device.is_cpu()) usable_device(device, fn);
     *ret = emplace_handle(fn, [&] {
-      Tensor t = from_blob(data, sizes, strides, storage_offset, st, device, nullptr, nullptr, false, "from_blob", fn);
+      Tensor t = from_blob(data, layout.sizes, layout.strides, storage_offset, st, device, nullptr, nullptr, false,
+                           "from_blob", fn);
       if (ModelOwner* owner = current_owner()) owner_record(owner, t.storage_impl());
       return t;
     });
@@ -109,15 +97,14 @@ AOTITorchError aoti_torch__reinterpret_tensor(AtenTensorHandle self, int64_t ndi
   return guarded(fn, [&] {
     const Tensor& t = tensor_arg(self, fn, "self");
     out_arg(ret_new_tensor, fn, "ret_new_tensor");
-    IntList sizes = shape_arg(ndim, sizes_ptr, fn);
-    int64_t scratch[kMaxDims];
-    IntList strides = strides_arg(sizes, strides_ptr, scratch, fn);
+    const LayoutArgs layout(ndim, sizes_ptr, strides_ptr, fn);
     int64_t offset;
     if (add_overflows(t.storage_offset(), storage_offset, &offset) || offset < 0) {
       fail(ErrorKind::Value, fn, "(): self's offset ", t.storage_offset(), " + storage_offset ", storage_offset,
            " must be a non-negative int64");
     }
-    *ret_new_tensor = emplace_handle(fn, [&] { return Tensor::make(t.storage(), sizes, strides, offset, t.dtype(), fn); });
+    *ret_new_tensor = emplace_handle(
+        fn, [&] { return Tensor::make(t.storage(), layout.sizes, layout.strides, offset, t.dtype(), fn); });
   });
 }
 
@@ -145,16 +132,14 @@ AOTITorchError aoti_torch__alloc_from_pool(AtenTensorHandle self, int64_t offset
       fail(ErrorKind::Value, fn, "(): self must have storage offset 0 (a pool buffer) but has ", t.storage_offset());
     }
     ScalarType st = dtype_arg(dtype, fn);
-    IntList sizes = shape_arg(ndim, sizes_ptr, fn);
-    int64_t scratch[kMaxDims];
-    IntList strides = strides_arg(sizes, strides_ptr, scratch, fn);
+    const LayoutArgs layout(ndim, sizes_ptr, strides_ptr, fn);
     int64_t item = itemsize(st);
     if (offset_bytes < 0 || offset_bytes % item != 0) {
       fail(ErrorKind::Value, fn, "(): offset_bytes must be a non-negative multiple of ", item, " (the itemsize of ",
            name(st), ") but is ", offset_bytes);
     }
-    *ret_new_tensor =
-        emplace_handle(fn, [&] { return Tensor::make(t.storage(), sizes, strides, offset_bytes / item, st, fn); });
+    *ret_new_tensor = emplace_handle(
+        fn, [&] { return Tensor::make(t.storage(), layout.sizes, layout.strides, offset_bytes / item, st, fn); });
   });
 }
 

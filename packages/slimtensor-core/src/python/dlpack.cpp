@@ -195,7 +195,6 @@ Tensor import_managed(Managed* m, bool read_only) {
   const Device device = import_device(dl.device);
   int64_t sizes[64], strides[64];
   for (int d = 0; d < dl.ndim; ++d) sizes[d] = dl.shape[d];
-  checked_numel(IntList(sizes, dl.ndim), "from_dlpack()");
   if (dl.strides) {
     for (int d = 0; d < dl.ndim; ++d) {
       strides[d] = dl.strides[d];
@@ -206,15 +205,12 @@ Tensor import_managed(Managed* m, bool read_only) {
   } else {
     contiguous_strides(sizes, dl.ndim, strides);
   }
-  const int64_t bytes = storage_bytes_needed(IntList(sizes, dl.ndim), IntList(strides, dl.ndim), 0, itemsize(dtype),
-                                             "from_dlpack()");
   char* base = static_cast<char*>(dl.data);
   if (base) base += dl.byte_offset;
-  ST_CHECK(base != nullptr || bytes == 0, Value, "from_dlpack(): the capsule's data pointer is null but its tensor "
-           "has ", bytes, " bytes");
-  return Tensor::make(Storage::adopt(StorageImpl::borrow(device, base, bytes, release_managed<Managed>, m, read_only,
-                                                         "dlpack")),
-                      IntList(sizes, dl.ndim), IntList(strides, dl.ndim), 0, dtype, "from_dlpack");
+  // from_blob checks the layout and a null pointer before its storage takes the deleter; the capsule is
+  // marked consumed only once this returns.
+  return from_blob(base, IntList(sizes, dl.ndim), IntList(strides, dl.ndim), 0, dtype, device, release_managed<Managed>,
+                   m, read_only, "dlpack", "from_dlpack");
 }
 
 Tensor from_capsule(PyObject* capsule) {
