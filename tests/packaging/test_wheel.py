@@ -38,7 +38,7 @@ def test_wheel_contents(wheel: pathlib.Path) -> None:
         "slimtensor/__init__.py",
         "slimtensor/py.typed",
         "slimtensor/_C.pyi",
-        "slimtensor/include/slimtensor/tensor.h",
+        "slimtensor/include/slimtensor/tensor/tensor.h",
         "slimtensor/include/slimtensor/c/device_plugin.h",
         "slimtensor/lib/cmake/slimtensor/slimtensorConfig.cmake",
         "slimtensor/lib/cmake/slimtensor/slimtensorTargets.cmake",
@@ -69,7 +69,7 @@ def test_fresh_environment_install_and_cmake_consumer(wheel: pathlib.Path, tmp_p
         "target_link_libraries(consumer PRIVATE slimtensor::slimtensor)\n"
     )
     (src / "main.cpp").write_text(
-        '#include <cstdio>\n#include "slimtensor/factories.h"\n#include "slimtensor/views.h"\n'
+        '#include <cstdio>\n#include "slimtensor/tensor/factories.h"\n#include "slimtensor/layout/views.h"\n'
         "int main() {\n  using namespace slimtensor;\n"
         "  Tensor t = empty(std::vector<int64_t>{2, 3}, ScalarType::Float32, kCPUDevice);\n"
         "  Tensor u = transpose(t, 0, 1);\n"

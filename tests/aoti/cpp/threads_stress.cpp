@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "slimtensor/c/shim.h"
-#include "slimtensor/memory_stats.h"
+#include "slimtensor/runtime/memory_stats.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // src/aoti/constants.cpp: the dtype, device, layout and memory-format code functions (c10's numbers) and the ABI version.
 #include "aoti/handle.h"
-#include "slimtensor/scalar_type.h"
+#include "slimtensor/tensor/scalar_type.h"
 
 using slimtensor::ScalarType;
 

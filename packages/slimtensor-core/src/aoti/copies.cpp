@@ -2,9 +2,11 @@
 #include <cstring>
 
 #include "aoti/handle.h"
-#include "slimtensor/copy.h"
-#include "slimtensor/factories.h"
-#include "slimtensor/views.h"
+#include "slimtensor/copy/copy.h"
+#include "slimtensor/copy/fill.h"
+#include "slimtensor/copy/clone.h"
+#include "slimtensor/tensor/factories.h"
+#include "slimtensor/layout/views.h"
 
 using namespace slimtensor;
 using namespace slimtensor::aoti;

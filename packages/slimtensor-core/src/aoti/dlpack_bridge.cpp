@@ -12,8 +12,8 @@
 #include <new>
 
 #include "aoti/handle.h"
-#include "slimtensor/device_registry.h"
-#include "slimtensor/factories.h"
+#include "slimtensor/runtime/device_registry.h"
+#include "slimtensor/tensor/factories.h"
 
 namespace {
 

@@ -7,9 +7,9 @@
 #include <mutex>
 #include <unordered_set>
 
-#include "slimtensor/checked_math.h"
-#include "slimtensor/events.h"
-#include "slimtensor/memory_stats.h"
+#include "slimtensor/base/checked_math.h"
+#include "slimtensor/runtime/events.h"
+#include "slimtensor/runtime/memory_stats.h"
 
 namespace slimtensor::aoti {
 

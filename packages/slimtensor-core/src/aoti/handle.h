@@ -25,11 +25,11 @@
 #include <exception>
 #include <new>
 
-#include "counters.h"
+#include "runtime/counters.h"
 #include "slimtensor/c/shim.h"
-#include "slimtensor/error.h"
-#include "slimtensor/events.h"
-#include "slimtensor/tensor.h"
+#include "slimtensor/base/error.h"
+#include "slimtensor/runtime/events.h"
+#include "slimtensor/tensor/tensor.h"
 
 struct AtenTensorOpaque {
   struct BuildWith {};  // tags the constructor below, so that it never stands in for a copy

@@ -8,10 +8,10 @@
 //   another dtype; self's offset must be 0 and offset_bytes a multiple of the new itemsize.
 #include "aoti/handle.h"
 #include "aoti/model_owner.h"
-#include "slimtensor/checked_math.h"
-#include "slimtensor/device_registry.h"
-#include "slimtensor/factories.h"
-#include "slimtensor/views.h"
+#include "slimtensor/base/checked_math.h"
+#include "slimtensor/runtime/device_registry.h"
+#include "slimtensor/tensor/factories.h"
+#include "slimtensor/layout/views.h"
 
 using namespace slimtensor;
 using namespace slimtensor::aoti;

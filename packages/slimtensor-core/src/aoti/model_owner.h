@@ -14,7 +14,7 @@
 #include <cstdint>
 
 #include "slimtensor/c/shim.h"
-#include "slimtensor/storage.h"
+#include "slimtensor/tensor/storage.h"
 
 namespace slimtensor::aoti {
 

@@ -10,10 +10,11 @@
 #include <limits>
 #include <type_traits>
 
-#include "half_bits.h"  // the core's conversions, so item_ rounds exactly as copies do
+#include "copy/half_bits.h"  // the core's conversions, so item_ rounds exactly as copies do
 #include "aoti/handle.h"
-#include "slimtensor/copy.h"
-#include "slimtensor/factories.h"
+#include "slimtensor/copy/copy.h"
+#include "slimtensor/copy/item.h"
+#include "slimtensor/tensor/factories.h"
 
 using namespace slimtensor;
 using namespace slimtensor::aoti;

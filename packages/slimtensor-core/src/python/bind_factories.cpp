@@ -2,8 +2,9 @@
 #include <nanobind/stl/string.h>
 
 #include "common.h"
-#include "slimtensor/error.h"
-#include "slimtensor/factories.h"
+#include "slimtensor/base/error.h"
+#include "slimtensor/copy/fill.h"
+#include "slimtensor/tensor/factories.h"
 
 namespace slimtensor::python {
 namespace {

@@ -8,11 +8,14 @@
 #include <nanobind/stl/string.h>
 
 #include "common.h"
-#include "slimtensor/copy.h"
-#include "slimtensor/device_registry.h"
-#include "slimtensor/error.h"
-#include "slimtensor/factories.h"
-#include "slimtensor/views.h"
+#include "slimtensor/copy/copy.h"
+#include "slimtensor/copy/fill.h"
+#include "slimtensor/copy/item.h"
+#include "slimtensor/copy/clone.h"
+#include "slimtensor/runtime/device_registry.h"
+#include "slimtensor/base/error.h"
+#include "slimtensor/tensor/factories.h"
+#include "slimtensor/layout/views.h"
 
 namespace slimtensor::python {
 namespace {

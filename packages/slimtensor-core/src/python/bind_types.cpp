@@ -4,8 +4,8 @@
 #include <string>
 
 #include "common.h"
-#include "slimtensor/device_registry.h"
-#include "slimtensor/error.h"
+#include "slimtensor/runtime/device_registry.h"
+#include "slimtensor/base/error.h"
 
 namespace slimtensor::python {
 namespace {

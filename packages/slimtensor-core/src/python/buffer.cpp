@@ -6,8 +6,8 @@
 #include <string>
 
 #include "common.h"
-#include "slimtensor/error.h"
-#include "slimtensor/factories.h"
+#include "slimtensor/base/error.h"
+#include "slimtensor/tensor/factories.h"
 
 namespace slimtensor::python {
 namespace {

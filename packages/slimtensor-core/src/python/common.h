@@ -6,10 +6,11 @@
 #include <cstdint>
 #include <cstring>
 
-#include "slimtensor/copy.h"
-#include "slimtensor/device.h"
-#include "slimtensor/scalar_type.h"
-#include "slimtensor/tensor.h"
+#include "slimtensor/copy/copy.h"
+#include "slimtensor/copy/scalar.h"
+#include "slimtensor/tensor/device.h"
+#include "slimtensor/tensor/scalar_type.h"
+#include "slimtensor/tensor/tensor.h"
 
 namespace nb = nanobind;
 

@@ -7,10 +7,11 @@
 
 #include "common.h"
 #include "dlpack_abi.h"
-#include "slimtensor/copy.h"
-#include "slimtensor/device_registry.h"
-#include "slimtensor/error.h"
-#include "slimtensor/factories.h"
+#include "slimtensor/copy/copy.h"
+#include "slimtensor/copy/clone.h"
+#include "slimtensor/runtime/device_registry.h"
+#include "slimtensor/base/error.h"
+#include "slimtensor/tensor/factories.h"
 
 namespace slimtensor::python {
 namespace {

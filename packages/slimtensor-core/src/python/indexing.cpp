@@ -5,8 +5,9 @@
 #include <string>
 
 #include "common.h"
-#include "slimtensor/copy.h"
-#include "slimtensor/error.h"
+#include "slimtensor/copy/copy.h"
+#include "slimtensor/copy/fill.h"
+#include "slimtensor/base/error.h"
 
 namespace slimtensor::python {
 namespace {

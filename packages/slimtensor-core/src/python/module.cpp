@@ -4,12 +4,12 @@
 #include <nanobind/stl/vector.h>
 
 #include "common.h"
-#include "copy_kernels.h"
-#include "slimtensor/device_registry.h"
-#include "slimtensor/error.h"
-#include "slimtensor/events.h"
-#include "slimtensor/memory_stats.h"
-#include "slimtensor/threads.h"
+#include "copy/copy_kernels.h"
+#include "slimtensor/runtime/device_registry.h"
+#include "slimtensor/base/error.h"
+#include "slimtensor/runtime/events.h"
+#include "slimtensor/runtime/memory_stats.h"
+#include "slimtensor/runtime/threads.h"
 
 namespace slimtensor::python {
 namespace {

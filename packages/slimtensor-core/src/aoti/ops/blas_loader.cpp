@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "aoti/ops/blas.h"
-#include "slimtensor/error.h"
+#include "slimtensor/base/error.h"
 
 #ifndef SLIMTENSOR_OPENBLAS_BUILD_PATH
 #define SLIMTENSOR_OPENBLAS_BUILD_PATH ""

@@ -12,8 +12,8 @@
 #include "aoti/ops/blas.h"
 #include "aoti/ops/op_args.h"
 #include "slimtensor/c/shim_cpu.h"
-#include "slimtensor/copy.h"
-#include "slimtensor/factories.h"
+#include "slimtensor/copy/copy.h"
+#include "slimtensor/tensor/factories.h"
 
 using namespace slimtensor;
 using namespace slimtensor::aoti;

@@ -14,10 +14,11 @@
 #include <utility>
 
 #include "aoti/ops/blas.h"
-#include "slimtensor/copy.h"
-#include "slimtensor/error.h"
-#include "slimtensor/factories.h"
-#include "slimtensor/views.h"
+#include "slimtensor/copy/copy.h"
+#include "slimtensor/copy/fill.h"
+#include "slimtensor/base/error.h"
+#include "slimtensor/tensor/factories.h"
+#include "slimtensor/layout/views.h"
 
 namespace slimtensor::aoti {
 namespace {

@@ -1,7 +1,7 @@
 // src/aoti/ops/gemm.h: C = alpha * A @ B + beta * C on strided CPU tensors, any real dtype (BLAS for float32/float64).
 #pragma once
 
-#include "slimtensor/tensor.h"
+#include "slimtensor/tensor/tensor.h"
 
 namespace slimtensor::aoti {
 

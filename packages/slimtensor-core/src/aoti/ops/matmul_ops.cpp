@@ -4,8 +4,9 @@
 #include "aoti/ops/gemm.h"
 #include "aoti/ops/op_args.h"
 #include "slimtensor/c/shim_cpu.h"
-#include "slimtensor/copy.h"
-#include "slimtensor/views.h"
+#include "slimtensor/copy/copy.h"
+#include "slimtensor/copy/clone.h"
+#include "slimtensor/layout/views.h"
 
 using namespace slimtensor;
 using namespace slimtensor::aoti;

@@ -1,0 +1,15 @@
+// copy/copy_paths.h: the two ways copy_ moves planned elements: on the CPU, or through a device plugin.
+#pragma once
+
+#include <vector>
+
+#include "slimtensor/tensor/tensor.h"
+
+namespace slimtensor {
+
+// dst and src on the CPU; src_strides are src's strides broadcast to dst's shape.
+void copy_cpu(const Tensor& dst, const Tensor& src, const std::vector<int64_t>& src_strides);
+// dst or src (or both) on a plugin device (copy/device_copy.cpp).
+void copy_device(const Tensor& dst, const Tensor& src, const std::vector<int64_t>& src_strides);
+
+}  // namespace slimtensor
