@@ -18,13 +18,15 @@ BUILD_FLAGS := --no-build-isolation -Cbuild-dir=build/{wheel_tag} -Ccmake.define
 export CMAKE_BUILD_PARALLEL_LEVEL := $(JOBS)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: lab test build build-test system-deps stubs check-stubs bench wheel clean distclean help
+.PHONY: lab test build build-test system-deps stubs check-stubs lint format bench wheel clean distclean help
 
 help:
 	@echo "make lab        install the packages and open JupyterLab on notebooks/"
 	@echo "make test       install what the tests need, build, run every test"
 	@echo "make build      rebuild the core into both environments after a C++ edit"
 	@echo "make stubs      regenerate the typing stubs of slimtensor._C"
+	@echo "make lint       ruff, ruff format, clang-format and the stub check (make test runs it)"
+	@echo "make format     apply ruff format and clang-format to the whole tree"
 	@echo "make bench      run the full benchmark suite into benchmarks/results/"
 	@echo "make wheel      build the core wheel into dist/"
 	@echo "make browser-check  run notebook 01 in headless Chromium, screenshot to docs/images/"
@@ -84,6 +86,25 @@ STUBGEN := SLIMTENSOR_STUBGEN=1 $(TEST_VENV)/bin/python -m nanobind.stubgen -q -
 
 stubs: build-test
 	$(STUBGEN) -o $(CORE)/python/slimtensor/_C.pyi
+
+check-stubs: build-test
+	@tmp=$$(mktemp -d) && $(STUBGEN) -o $$tmp/_C.pyi && \
+	  if ! diff -u $(CORE)/python/slimtensor/_C.pyi $$tmp/_C.pyi; then \
+	    echo "the typing stubs are stale: run 'make stubs' and commit the result"; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
+
+# One style for the whole tree: ruff (pyproject.toml) for Python, clang-format (.clang-format) for C, C++,
+# CUDA and Objective-C++. Both are pinned in requirements/test.txt: their output changes between versions.
+C_SOURCES = git ls-files -z '*.c' '*.cpp' '*.h' '*.cu' '*.cuh' '*.mm'
+
+lint: build-test check-stubs
+	$(TEST_VENV)/bin/ruff check .
+	$(TEST_VENV)/bin/ruff format --check .
+	$(C_SOURCES) | xargs -0 $(TEST_VENV)/bin/clang-format --dry-run --Werror
+
+format: $(TEST_VENV)/.stamp
+	$(TEST_VENV)/bin/ruff format .
+	$(TEST_VENV)/bin/ruff check --fix .
+	$(C_SOURCES) | xargs -0 $(TEST_VENV)/bin/clang-format -i
 
 # OPENBLAS_CORETYPE (set on some machines for old OpenBLAS builds) slows numpy's and torch's copies:
 # unset for the benchmark run only.
