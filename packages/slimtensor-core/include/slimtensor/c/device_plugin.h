@@ -30,7 +30,12 @@
  * Note [Streams] (ABI 1.1)
  * Every memory function of ABI 1.1 takes an opaque stream. ST_STREAM_CURRENT (not NULL: NULL is CUDA's
  * legacy default stream, a real stream) means "the calling thread's current stream of that device", as
- * the plugin keeps it. Work is stream-ordered: a device-to-device copy, a strided copy or a fill may
+ * the plugin keeps it. Every ABI 1.1 function with a stream argument accepts ST_STREAM_CURRENT there
+ * (synchronize_stream, event_record, stream_wait_event, stream_to_dlpack and record_stream included):
+ * the plugin resolves it before it reaches the driver. The core passes real streams it got from
+ * current_stream or stream_from_dlpack, and may keep them for as long as it keeps memory allocated on
+ * them (a storage frees on the stream it was allocated on), so a stream the plugin hands out must stay
+ * valid at least as long as memory allocated on it. Work is stream-ordered: a device-to-device copy, a strided copy or a fill may
  * return before it has run. A copy that reads or writes host memory returns only once the host memory
  * may be reused (host-to-device) or read (device-to-host), unless the caller passes
  * ST_COPY_NON_BLOCKING, which allows it to return earlier (the caller then synchronises the stream
@@ -94,7 +99,8 @@ typedef struct st_memory_ref {
  * passes overlapping destinations). src broadcasts: a stride of 0 repeats an element. ndim may be 0 (one
  * element). The two sides may be on different device indices of the same type (peer copies). */
 typedef struct st_strided_copy_v2 {
-  uint32_t struct_size; /* sizeof(st_strided_copy_v2) as the core was compiled */
+  uint32_t struct_size; /* sizeof(st_strided_copy_v2) as its writer was compiled: the core for
+                           copy_strided_v2, the plugin for the core table's convert_strided */
   int32_t ndim;
   const int64_t* sizes;
   st_memory_ref dst;
@@ -248,6 +254,12 @@ typedef int (*st_plugin_init_fn)(const st_core_table* core, const st_device_tabl
 __attribute__((visibility("default")))
 #endif
 int slimtensor_register_device_plugin(st_plugin_init_fn init, const char* source);
+/* Exported by libslimtensor (also declared in c/shim.h): the calling thread's message for the last failed
+ * slimtensor_* or aoti_torch_* call. Declared here so that a C host needs this header alone. */
+#if defined(__GNUC__)
+__attribute__((visibility("default")))
+#endif
+const char* slimtensor_last_error(void);
 
 #ifdef __cplusplus
 }
