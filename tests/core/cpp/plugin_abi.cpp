@@ -542,6 +542,25 @@ void test_opaque_device() {
   CHECK(g_blocks.empty());
 }
 
+void test_cpu_memory_ref() {
+  int64_t sizes[2] = {4, 6};
+  Tensor t = empty(IntList(sizes, 2), ScalarType::Float64, kCPUDevice);
+  Tensor row = select(t, 0, 2);
+  const st_memory_ref r = row.memory_ref();
+  CHECK(r.handle == t.data_ptr() && r.byte_offset == 96 && r.device_index == 0);
+  CHECK(row.is_addressable() && static_cast<char*>(row.data_ptr()) == static_cast<char*>(t.data_ptr()) + 96);
+  AtenTensorHandle h = nullptr;
+  int64_t strides[2] = {6, 1};
+  CHECK(aoti_torch_empty_strided(2, sizes, strides, 7, 0, 0, &h) == AOTI_TORCH_SUCCESS);
+  st_memory_ref m{};
+  void* p = nullptr;
+  CHECK(slimtensor_aoti_get_memory_ref(h, &m) == AOTI_TORCH_SUCCESS && aoti_torch_get_data_ptr(h, &p) == 0);
+  CHECK(m.handle == p && m.byte_offset == 0);
+  CHECK(slimtensor_aoti_get_memory_ref(h, nullptr) != AOTI_TORCH_SUCCESS);
+  CHECK(slimtensor_aoti_get_memory_ref(nullptr, &m) != AOTI_TORCH_SUCCESS);
+  aoti_torch_delete_tensor_object(h);
+}
+
 void test_old_plugin() {
   const Device old{kOldType, -1};
   {
@@ -580,6 +599,7 @@ int main() {
       test_opaque_device();
       test_old_plugin();
     }
+    test_cpu_memory_ref();
   } catch (const std::exception& e) {
     ++g_failed;
     std::printf("FAILED: uncaught exception: %s\n", e.what());
