@@ -37,7 +37,8 @@ Tensor contiguous(const Tensor& self, MemoryFormat format) {
 }
 
 Tensor to(const Tensor& self, Device device, ScalarType dtype, bool copy, bool non_blocking) {
-  device = resolve_device(device, "to()");  // "cuda" is the current device: t.to("cuda") may be t itself
+  // "cuda" is the current device: t.to("cuda") may be t itself. (Only index -1 needs the registry.)
+  if (device.index < 0) device = resolve_device(device, "to()");
   if (!copy && self.device() == device && self.dtype() == dtype) return self;
   Tensor out = empty_like(self, dtype, device);
   copy_(out, self, non_blocking);

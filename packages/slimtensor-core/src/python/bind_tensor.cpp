@@ -241,7 +241,8 @@ void bind_tensor(nb::module_& m) {
                      bool non_blocking) -> nb::object {
         const Tensor& t = *nb::inst_ptr<Tensor>(self);
         // "cuda" is the current device: t.to("cuda") on a tensor already there is the tensor itself.
-        const Device d = device.is_none() ? t.device() : resolve_device(to_device(device, "to()"), "to()");
+        Device d = device.is_none() ? t.device() : to_device(device, "to()");
+        if (d.index < 0) d = resolve_device(d, "to()");
         const ScalarType ty = to_dtype(dtype, t.dtype(), "to()");
         if (!copy && d == t.device() && ty == t.dtype()) return nb::borrow(self);  // the tensor itself
         Tensor out;
