@@ -9,6 +9,9 @@
 //   3. otherwise staged: the bytes each device side spans are downloaded, converted on the CPU by the
 //      core's own kernels (Note [Conversion rules]), and dst's span uploaded: slower, but exact.
 // Only path 1 passes ST_COPY_NON_BLOCKING, and only when asked: staging buffers are freed on return.
+// A copy between two indices of one type (paths 1 and 2) runs on dst's current stream, which first waits
+// for src's current stream (the work that produced src), and src's stream then waits for the copy (so
+// later writes to src, or its stream-ordered free, cannot overtake the read); torch orders peer copies so.
 #include <vector>
 
 #include "copy/copy_paths.h"
@@ -17,6 +20,7 @@
 #include "runtime/device_calls.h"
 #include "slimtensor/base/error.h"
 #include "slimtensor/runtime/device_registry.h"
+#include "slimtensor/runtime/streams.h"
 
 namespace slimtensor {
 namespace {
@@ -69,6 +73,25 @@ bool strided_on_device(const Tensor& dst, const Tensor& src, const std::vector<i
 
 }  // namespace
 
+namespace {
+
+// Note [Device copy paths]: the copy `run` on dst's stream, ordered both ways with src's for a peer copy.
+template <typename Run>
+void on_dst_stream(const Tensor& dst, const Tensor& src, Run&& run) {
+  const Device dd = dst.device(), sd = src.device();
+  if (dd.is_cpu() || sd.is_cpu() || dd == sd) {
+    run();
+    return;
+  }
+  void* dst_stream = streams::current(dd);
+  void* src_stream = streams::current(sd);
+  streams::order_after(dd, dst_stream, sd, src_stream);
+  run();
+  streams::order_after(sd, src_stream, dd, dst_stream);
+}
+
+}  // namespace
+
 void copy_device(const Tensor& dst, const Tensor& src, const std::vector<int64_t>& src_strides, bool non_blocking) {
   const Device dd = dst.device(), sd = src.device();
   const uint32_t flags = non_blocking ? ST_COPY_NON_BLOCKING : 0u;
@@ -87,11 +110,17 @@ void copy_device(const Tensor& dst, const Tensor& src, const std::vector<int64_t
       return;
     }
     if (dd.type == sd.type) {
-      device_calls::copy_on_device(entry_of(dd), dst.memory_ref(), src.memory_ref(), bytes, ST_STREAM_CURRENT, kFn);
+      on_dst_stream(dst, src, [&] {
+        device_calls::copy_on_device(entry_of(dd), dst.memory_ref(), src.memory_ref(), bytes, ST_STREAM_CURRENT, kFn);
+      });
       return;
     }
   }
-  if (strided_on_device(dst, src, src_strides)) return;
+  bool done = false;
+  if (!dd.is_cpu() && dd.type == sd.type && device_calls::can_copy_strided(entry_of(dd), dd.index, sd.index)) {
+    on_dst_stream(dst, src, [&] { done = strided_on_device(dst, src, src_strides); });
+  }
+  if (done) return;
   // Note [Device copy paths], 3: stage through the host.
   const Tensor host_src = host_copy_of_span(src);
   Tensor host_dst = dd.is_cpu()            ? dst

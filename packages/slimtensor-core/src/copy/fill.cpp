@@ -5,6 +5,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "copy/copy_kernels.h"
 #include "layout/layout.h"
 #include "runtime/device_calls.h"
 #include "runtime/parallel.h"
@@ -115,23 +116,24 @@ void fill_(const Tensor& dst, const Scalar& value) {
     parallel_for(dst.nbytes(), 1 << 20, [p](int64_t b, int64_t e) { std::memset(p + b, 0, e - b); });
     return;
   }
-  const Tensor scalar = Tensor::make(Storage::adopt(StorageImpl::borrow(kCPUDevice, buffer, itemsize(type), nullptr,
-                                                                         nullptr, true, "scalar")),
-                                     IntList(), IntList(), 0, type, "fill_");
   if (!dst.device().is_cpu() && dst.numel() > 0 &&
       is_non_overlapping_and_dense(dst.sizes(), dst.strides(), dst.ndim())) {
     const DeviceEntry& e = usable_device(dst.device(), "fill_()");
     if (device_calls::can_fill(e)) {  // Note [Device fill]
       alignas(16) unsigned char element[16];
-      const Tensor pattern = Tensor::make(Storage::adopt(StorageImpl::borrow(kCPUDevice, element, dst.itemsize(),
-                                                                              nullptr, nullptr, false, "scalar")),
-                                          IntList(), IntList(), 0, dst.dtype(), "fill_");
-      copy_(pattern, scalar);
+      if (type == dst.dtype()) {
+        std::memcpy(element, buffer, static_cast<size_t>(dst.itemsize()));
+      } else {
+        convert_element(buffer, type, element, dst.dtype());  // the rules of copies (Note [Conversion rules])
+      }
       device_calls::fill(e, dst.memory_ref(), static_cast<uint64_t>(dst.nbytes()), element,
                          static_cast<uint32_t>(dst.itemsize()), ST_STREAM_CURRENT, "fill_()");
       return;
     }
   }
+  const Tensor scalar = Tensor::make(Storage::adopt(StorageImpl::borrow(kCPUDevice, buffer, itemsize(type), nullptr,
+                                                                         nullptr, true, "scalar")),
+                                     IntList(), IntList(), 0, type, "fill_");
   copy_(dst, scalar);
 }
 

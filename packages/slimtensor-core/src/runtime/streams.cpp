@@ -36,21 +36,32 @@ void synchronize_device(Device d) {
 
 void order_after(Device d, void* consumer, void* producer) {
   if (d.is_cpu() || consumer == producer) return;
+  order_after(d, consumer, d, producer);
+}
+
+void order_after(Device cd, void* consumer, Device pd, void* producer) {
   const char* fn = "streams::order_after()";
-  const DeviceEntry& e = entry_for(d, fn);
-  if (!device_calls::has_events(e)) {
-    device_calls::synchronize_stream(e, d.index, producer, fn);  // the host waits instead of the consumer
+  if (cd.is_cpu() || pd.is_cpu()) return;
+  ST_CHECK(cd.type == pd.type, Runtime, fn, ": streams of ", device_string(cd), " and ", device_string(pd),
+           " cannot be ordered: they belong to different plugins; synchronize the producer instead");
+  const DeviceEntry& e = entry_for(cd, fn);
+  pd = resolve_device(pd, fn);
+  if (cd == pd && consumer == producer) return;
+  // Events stay on one index (c/device_plugin.h): across two devices, and without events, the host waits
+  // for the producer instead of the consumer's stream.
+  if (cd.index != pd.index || !device_calls::has_events(e)) {
+    device_calls::synchronize_stream(e, pd.index, producer, fn);
     return;
   }
-  void* event = device_calls::event_create(e, d.index, fn);
+  void* event = device_calls::event_create(e, pd.index, fn);
   try {
-    device_calls::event_record(e, d.index, event, producer, fn);
-    device_calls::stream_wait_event(e, d.index, consumer, event, fn);
+    device_calls::event_record(e, pd.index, event, producer, fn);
+    device_calls::stream_wait_event(e, cd.index, consumer, event, fn);
   } catch (...) {
-    device_calls::event_destroy(e, d.index, event);
+    device_calls::event_destroy(e, pd.index, event);
     throw;
   }
-  device_calls::event_destroy(e, d.index, event);  // allowed once the wait is queued (c/device_plugin.h)
+  device_calls::event_destroy(e, pd.index, event);  // allowed once the wait is queued (c/device_plugin.h)
 }
 
 bool to_dlpack(Device d, void* stream, int64_t* value) {

@@ -176,7 +176,10 @@ typedef struct st_device_table {
   int (*set_current_device)(void* ctx, int32_t index);
   /* Optional (all five or none). Events order work across streams: the DLPack stream handshake records
    * an event on the producer's stream and makes the consumer's stream wait on it. An event may be
-   * destroyed once the wait is queued. Without events the core synchronises the producer's stream. */
+   * destroyed once the wait is queued. Without events the core synchronises the producer's stream.
+   * An event is only ever used with the index it was created on, and the streams given with it are streams
+   * of that index (the core orders streams of two devices, as around a peer copy, by synchronising the
+   * producer's stream instead). */
   int (*event_create)(void* ctx, int32_t index, void** event);
   void (*event_destroy)(void* ctx, int32_t index, void* event);
   int (*event_record)(void* ctx, int32_t index, void* event, void* stream);

@@ -28,6 +28,10 @@ SLIMTENSOR_API void synchronize_device(Device d);
 // the producer and waited on by the consumer, or, when the plugin has no events, a synchronisation of the
 // producer. A no-op when consumer == producer.
 SLIMTENSOR_API void order_after(Device d, void* consumer, void* producer);
+// The same across two devices of one type (a peer copy): `consumer` (a stream of consumer_device) may not
+// start later work before the work queued so far on `producer` (a stream of producer_device) has finished.
+// Events never cross devices (c/device_plugin.h), so across two indices the host synchronises the producer.
+SLIMTENSOR_API void order_after(Device consumer_device, void* consumer, Device producer_device, void* producer);
 // The DLPack integer of a stream of d, and back; false when d defines no DLPack streams (kDLMetal, CPU).
 SLIMTENSOR_API bool to_dlpack(Device d, void* stream, int64_t* value);
 SLIMTENSOR_API bool from_dlpack(Device d, int64_t value, void** stream);
