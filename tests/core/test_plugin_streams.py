@@ -366,12 +366,6 @@ def test_fill_then_read_back_on_every_path():
         np.testing.assert_array_equal(z.cpu().numpy(), np.zeros((7, 3), np.int16))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: copy_device() (src/copy/device_copy.cpp) runs a peer copy hostdev:0 -> hostdev:1 on the "
-    "current stream of dst's device without streams::order_after(dst stream, src device's current stream), so "
-    "it reads the source before the source stream's queued fill ran",
-)
 def test_peer_copy_waits_for_the_source_device():
     # The source's fill is held back on hostdev:0's current stream; the copy runs on hostdev:1's stream.
     t0 = st.zeros((256,), dtype=st.float32, device="hostdev:0")
