@@ -30,15 +30,31 @@ def _hostdev_registered():
     _plugins.load_plugins()
     record = [r for r in _plugins.plugin_records() if r.name == "hostdev"]
     assert record and record[0].loaded, f"hostdev did not load: {record}"
+    hostdev.register_abi10()  # the plugin built against ABI 1.0 (Note [hostdev_abi10]): must load
     gc.collect()
+    _synchronize_hostdev()
     core_before, plugin_before = _core_live(), _counters()
+    abi10_before = [hostdev.abi10_counters(i) for i in INDICES]
     yield
     # The hostdev counterpart of conftest's CPU leak check: the core's statistics for the device and the
-    # plugin's own counters are back where the module found them.
+    # plugin's own counters are back where the module found them, and the core never passed a handle the
+    # plugin did not give it (a token plus an offset, a freed token).
     gc.collect()
+    _synchronize_hostdev()
     assert _core_live() == core_before, "hostdev storages outlived the test module"
-    live = [(c["live_allocations"], c["live_bytes"]) for c in _counters()]
-    assert live == [(c["live_allocations"], c["live_bytes"]) for c in plugin_before], "hostdev memory leaked"
+    keys = ("live_allocations", "live_bytes", "live_tokens", "pending_frees", "bad_handles", "unordered_frees",
+            "stream_errors")
+    after = _counters()
+    for key in keys:
+        assert [c[key] for c in after] == [c[key] for c in plugin_before], f"hostdev {key} changed"
+    abi10_after = [hostdev.abi10_counters(i) for i in INDICES]
+    for key in ("live_allocations", "live_bytes"):
+        assert [c[key] for c in abi10_after] == [c[key] for c in abi10_before], f"hostdev_abi10 {key} changed"
+
+
+def _synchronize_hostdev():
+    for i in INDICES:
+        hostdev.synchronize(i)  # frees are stream-ordered: the plugin holds freed memory until its stream ran
 
 
 def _field(entry, key):
@@ -117,9 +133,17 @@ def test_empty_and_zeros_allocate_through_the_plugin(index):
     del e, z
 
 
-def test_default_index_is_zero():
+def test_default_index_is_the_current_device():
     t = st.empty((4,), device="hostdev")
     assert str(t.device) == "hostdev:0"  # "hostdev" means the current device, resolved when allocating
+    st.set_device("hostdev:1")
+    try:
+        u = st.zeros((4,), device="hostdev")
+        assert str(u.device) == "hostdev:1" and hostdev.get_current_device() == 1
+        np.testing.assert_array_equal(u.cpu().numpy(), np.zeros(4, np.float32))
+        del u
+    finally:
+        st.set_device("hostdev:0")
 
 
 @pytest.mark.parametrize("index", INDICES)
@@ -159,6 +183,20 @@ def test_roundtrip_dtypes(dtype, np_dtype):
     np.testing.assert_array_equal(t.cpu().numpy(), a)
 
 
+def test_synchronize_waits_for_every_stream():
+    before = hostdev.counters(0)
+    t = st.zeros((1000,), device="hostdev:0")
+    s = hostdev.stream_create(0)
+    with hostdev.stream(0, s):
+        hostdev.stream_stall(s, 100_000)
+        t.fill_(1.0)  # on s, held back
+    st.synchronize("hostdev:0")  # every stream of the device
+    assert hostdev.stream_counters(s)["ops_run"] == hostdev.stream_counters(s)["ops_queued"]
+    np.testing.assert_array_equal(t.cpu().numpy(), np.ones(1000, np.float32))
+    assert hostdev.counters(0)["synchronizes"] > before["synchronizes"]
+    del t
+
+
 def test_fill_and_factories_on_hostdev():
     before = hostdev.counters(0)
     np.testing.assert_array_equal(
@@ -171,6 +209,7 @@ def test_fill_and_factories_on_hostdev():
     t.fill_(2.5)
     np.testing.assert_array_equal(t.cpu().numpy(), np.full((4, 4), 2.5))
     assert hostdev.counters(0)["allocations"] > before["allocations"]
+    assert hostdev.counters(0)["fills"] > before["fills"]  # fill_v2 on the device, not an upload
 
 
 # --- strided copies across and within devices --------------------------------------------------------
@@ -188,9 +227,62 @@ def test_hostdev_view_to_cpu():
     a = np.arange(30, dtype=np.int32).reshape(5, 6)
     t = st.from_numpy(a).to("hostdev:0")
     view = t.transpose(0, 1)[::2, 1:]
-    assert t.data_ptr() <= view.data_ptr() < t.data_ptr() + t.nbytes  # a view on the device, not a copy
+    assert view.storage().id == t.storage().id and view.storage_offset() == 6  # a view, not a copy
+    # hostdev memory is a token, not an address: there is no data pointer to give out
+    with pytest.raises(RuntimeError, match="data_ptr"):
+        view.data_ptr()
     np.testing.assert_array_equal(view.cpu().numpy(), a.T[::2, 1:])
     np.testing.assert_array_equal(view.contiguous().cpu().numpy(), a.T[::2, 1:])
+
+
+def test_views_with_offsets_reach_the_plugin_as_byte_offsets():
+    # Every view below starts inside its storage; the core must pass (token, byte_offset), never token + n.
+    bad = hostdev.counters(0)["bad_handles"]
+    a = np.arange(4 * 6 * 5, dtype=np.float64).reshape(4, 6, 5)
+    t = st.from_numpy(a).to("hostdev:0")
+    for view, expect in [(t[2], a[2]), (t[1:, 3:, 2], a[1:, 3:, 2]), (t[3, 5, 4:], a[3, 5, 4:]),
+                         (t.permute(2, 0, 1)[1:, 1:], a.transpose(2, 0, 1)[1:, 1:])]:
+        np.testing.assert_array_equal(view.cpu().numpy(), expect)  # to host
+        np.testing.assert_array_equal(view.clone().cpu().numpy(), expect)  # on the device
+        assert view.reshape(-1)[-1].item() == expect.reshape(-1)[-1]  # item
+    patch = t[1:3, 2:4, 1:]
+    patch.fill_(-2.0)  # fill_v2 at an offset
+    patch2 = np.arange(16, dtype=np.float32).reshape(2, 2, 4)
+    t[2:, 4:, 1:].copy_(st.from_numpy(patch2))  # a converting upload into a view at an offset
+    b = a.copy()
+    b[1:3, 2:4, 1:] = -2.0
+    b[2:, 4:, 1:] = patch2
+    np.testing.assert_array_equal(t.cpu().numpy(), b)
+    assert hostdev.counters(0)["bad_handles"] == bad
+
+
+def test_hostdev_abi10_loads_and_works():
+    # hostdev_abi10 is compiled against a frozen copy of the ABI 1.0 header: old table size, old memory
+    # functions, raw addresses, synchronous calls, no copy_strided. A 1.1 core must load and use it.
+    assert hostdev._hostdev.ABI10_MINOR == 0
+    assert hostdev._hostdev.ABI10_TABLE_SIZE == hostdev._hostdev.TABLE_SIZE_1_0 < hostdev._hostdev.TABLE_SIZE
+    entry = _device_entry("hostdev_abi10")
+    assert entry is not None and _field(entry, "available") is True
+    before = hostdev.abi10_counters(1)
+    a = np.arange(24, dtype=np.float32).reshape(4, 6) - 7.5
+    t = st.from_numpy(a).to("hostdev_abi10:1")
+    assert str(t.device) == "hostdev_abi10:1"
+    assert t[1:].data_ptr() == t.data_ptr() + 24  # addressable: the core may hand out addresses
+    np.testing.assert_array_equal(t.cpu().numpy(), a)
+    np.testing.assert_array_equal(t.T.contiguous().cpu().numpy(), a.T)  # staged: no copy_strided in 1.0
+    np.testing.assert_array_equal(t.to(dtype=st.bfloat16).to(dtype=st.float32).cpu().numpy(),
+                                  a.astype(np.float32))
+    t.fill_(2.0)  # the 1.0 fill
+    assert t[3, 5].item() == 2.0
+    u = t.to("hostdev_abi10:0")
+    np.testing.assert_array_equal(u.cpu().numpy(), np.full((4, 6), 2.0, np.float32))
+    st.synchronize("hostdev_abi10:1")
+    after = hostdev.abi10_counters(1)
+    assert after["allocations"] > before["allocations"]
+    assert after["fills"] == before["fills"] + 1 and after["synchronizes"] > before["synchronizes"]
+    assert after["copies_host_to_device"] > before["copies_host_to_device"]
+    assert after["errors"] == before["errors"]
+    del t, u
 
 
 def test_copy_into_a_hostdev_view():
@@ -253,9 +345,13 @@ def test_conversions_on_hostdev_equal_the_cpu(src_dtype, dst_dtype):
     on_dev = st.empty((10, 5), dtype=getattr(st, dst_dtype), device="hostdev:0")
     before = hostdev.counters(0)["strided_copies"]
     on_cpu.copy_(src_cpu)
-    on_dev.copy_(src_dev)  # same device, different dtype: the plugin's copy_strided
-    assert hostdev.counters(0)["strided_copies"] == before + 1
+    on_dev.copy_(src_dev)  # same device, different dtype: the plugin's copy_strided_v2, converting through
+    assert hostdev.counters(0)["strided_copies"] == before + 1  # the core table's convert_strided
     assert _bits(on_dev) == _bits(on_cpu)
+    if src_dtype in ("float64", "bfloat16"):  # the ABI 1.0 plugin: the core stages and converts
+        on_old = st.empty((10, 5), dtype=getattr(st, dst_dtype), device="hostdev_abi10:0")
+        on_old.copy_(src_cpu.to("hostdev_abi10:0"))
+        assert _bits(on_old) == _bits(on_cpu)
 
 
 def test_tensor_operations_on_hostdev_match_numpy():
@@ -296,6 +392,14 @@ def test_broadcast_copy_into_hostdev():
 
 
 # --- memory: counters return to their baseline -------------------------------------------------------
+
+
+def test_memory_stats_show_the_plugin_allocator():
+    t = st.empty((3000,), dtype=st.uint8, device="hostdev:1")
+    stats = st.memory_stats("hostdev:1")
+    assert stats["allocator"]["live_tokens"] >= 1 and stats["allocator"]["reserved_bytes"] >= 3072
+    assert set(stats["allocator"]) == {"reserved_bytes", "live_tokens", "pending_frees", "streams"}
+    del t
 
 
 def test_core_and_plugin_agree_on_live_bytes():
@@ -360,14 +464,16 @@ def test_threads_allocate_and_free_through_the_plugin():
 # --- bad input never crashes -------------------------------------------------------------------------
 
 
-def test_device_memory_is_not_readable_as_host_memory():
-    t = st.zeros((2, 3), device="hostdev:0")
+@pytest.mark.parametrize("device", ["hostdev:0", "hostdev_abi10:0"])
+def test_device_memory_is_not_readable_as_host_memory(device):
+    t = st.zeros((2, 3), device=device)
     with pytest.raises((TypeError, RuntimeError, BufferError), match=r"cpu\(\)"):
         t.numpy()
     with pytest.raises((TypeError, RuntimeError, BufferError)):
         memoryview(t)
-    with pytest.raises(BufferError, match="DLPack"):  # hostdev declares no DLPack device type
-        t.__dlpack__()
+    if device.startswith("hostdev_abi10"):
+        with pytest.raises(BufferError, match="DLPack"):  # hostdev_abi10 declares no DLPack device type
+            t.__dlpack__()
 
 
 def test_index_out_of_range_is_an_error():
@@ -386,9 +492,12 @@ def test_allocation_beyond_the_device_capacity():
     assert st.zeros((3,)).numpy().tolist() == [0.0, 0.0, 0.0]
 
 
-@pytest.mark.parametrize("variant", ["bad_major", "bad_minor", "small_struct"])
+@pytest.mark.parametrize("variant", ["bad_major", "bad_minor", "small_struct", "no_v2_memory"])
 def test_incompatible_plugin_is_refused_with_the_fix(variant):
-    with pytest.raises(RuntimeError, match=r"pip install -U slimtensor-core"):
+    match = {"no_v2_memory": r"allocate_v2", "small_struct": r"1\.1.*pip install -U slimtensor-core"}.get(
+        variant, r"pip install -U slimtensor-core"
+    )
+    with pytest.raises(RuntimeError, match=match):
         hostdev.register_incompatible(variant)
     assert _device_entry(f"hostdev_{variant}") is None
     with pytest.raises(ValueError):
