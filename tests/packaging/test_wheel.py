@@ -82,3 +82,55 @@ def test_fresh_environment_install_and_cmake_consumer(wheel: pathlib.Path, tmp_p
     subprocess.run([cmake, "--build", str(build)], check=True, capture_output=True)
     run = subprocess.run([str(build / "consumer")], check=True, capture_output=True, text=True)
     assert run.stdout.split() == ["3", "1", "0"]
+
+
+def test_fresh_environment_gives_plugins_the_header_only_target(wheel: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """A plugin finds the core through the `cmake.prefix` entry point (as scikit-build-core does) and builds
+    against slimtensor::plugin_headers: the C headers only, no C++ header, nothing linked."""
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)], check=True)
+    # What scikit-build-core's builder does: load each cmake.prefix entry point, add files(module) to the prefix.
+    prefix = subprocess.run(
+        [str(py), "-c",
+         "from importlib.metadata import entry_points; from importlib.resources import files\n"
+         "(ep,) = [e for e in entry_points(group='cmake.prefix') if e.name == 'slimtensor']\n"
+         "print(files(ep.load()))"],
+        check=True, capture_output=True, text=True).stdout.strip()
+    assert pathlib.Path(prefix, "lib", "cmake", "slimtensor", "slimtensorConfig.cmake").exists()
+
+    cmake = shutil.which("cmake") or str(pathlib.Path(sys.executable).parent / "cmake")
+    src = tmp_path / "plugin"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\nproject(plugin C)\n"
+        "find_package(slimtensor CONFIG REQUIRED)\n"
+        "add_library(plugin MODULE plugin.c)\n"
+        "target_link_libraries(plugin PRIVATE slimtensor::plugin_headers)\n"
+        "get_target_property(_libs slimtensor::plugin_headers INTERFACE_LINK_LIBRARIES)\n"
+        'message(STATUS "plugin_headers links: ${_libs}")\n'
+        "add_library(cxx_by_mistake MODULE EXCLUDE_FROM_ALL mistake.c)\n"
+        "target_link_libraries(cxx_by_mistake PRIVATE slimtensor::plugin_headers)\n"
+    )
+    (src / "plugin.c").write_text(
+        '#include "slimtensor/c/device_plugin.h"\n#include "slimtensor/c/shim.h"\n'
+        "int st_plugin_init(const st_core_table* core, const st_device_table** out) {\n"
+        "  (void)out; return core && core->abi_major == ST_PLUGIN_ABI_MAJOR && "
+        "ST_DEVICE_TABLE_SIZE_1_1 > ST_DEVICE_TABLE_SIZE_1_0 ? 0 : 1;\n}\n"
+    )
+    (src / "mistake.c").write_text('#include "slimtensor/tensor/tensor.h"\n')
+    build = tmp_path / "plugin-build"
+    conf = subprocess.run([cmake, "-S", str(src), "-B", str(build), f"-DCMAKE_PREFIX_PATH={prefix}"],
+                          capture_output=True, text=True)
+    assert conf.returncode == 0, conf.stdout + conf.stderr
+    assert "plugin_headers links: _libs-NOTFOUND" in conf.stdout
+    built = subprocess.run([cmake, "--build", str(build), "--target", "plugin"], capture_output=True, text=True)
+    assert built.returncode == 0, built.stdout + built.stderr
+    (module,) = build.glob("*plugin.so")
+    if shutil.which("readelf"):
+        dynamic = subprocess.run(["readelf", "-d", str(module)], check=True, capture_output=True, text=True).stdout
+        assert "libslimtensor" not in dynamic
+    mistake = subprocess.run([cmake, "--build", str(build), "--target", "cxx_by_mistake"], capture_output=True,
+                             text=True)
+    assert mistake.returncode != 0 and "tensor.h" in mistake.stdout + mistake.stderr

@@ -80,7 +80,10 @@ class Storage:
     def nbytes(self) -> int: ...
 
     @property
-    def data_ptr(self) -> int: ...
+    def data_ptr(self) -> int:
+        """
+        the address of the storage's first byte (an error for device memory that is not addressable)
+        """
 
     @property
     def device(self) -> Device: ...
@@ -152,7 +155,10 @@ class Tensor:
 
     def element_size(self) -> int: ...
 
-    def data_ptr(self) -> int: ...
+    def data_ptr(self) -> int:
+        """
+        the address of element 0 (an error for device memory that is not addressable)
+        """
 
     def storage(self) -> Storage: ...
 
@@ -236,6 +242,21 @@ def empty_like(other: Tensor, *, dtype: object | None = None, device: object | N
 def from_blob(ptr: int, shape: object, strides: object | None = None, dtype: object | None = None, device: object | None = None, storage_offset: int = 0, owner: object | None = None, read_only: bool = False) -> Tensor:
     """
     A tensor over memory slimtensor does not own. `ptr` is the storage base; the view starts storage_offset elements after it. `owner` is kept alive until the last tensor over the memory is gone.
+    """
+
+def synchronize(device: object | None = None) -> None:
+    """
+    Waits until all work queued on a device (every stream) has finished: `device` ('cuda', 'cuda:1'), or None for the current device of every plugin device type. A no-op for the CPU.
+    """
+
+def current_device(type: object) -> int:
+    """
+    The calling thread's current device index of a device type ('cuda'): 0 for the CPU.
+    """
+
+def set_device(device: object) -> None:
+    """
+    Sets the calling thread's current device of that type: set_device('cuda:1').
     """
 
 def reset_peak_memory_stats(device: object | None = None) -> None: ...

@@ -7,6 +7,7 @@ from ._C import (
     Device,
     Storage,
     Tensor,
+    current_device,
     dtype,
     empty,
     empty_like,
@@ -18,6 +19,8 @@ from ._C import (
     memory_format,
     ones,
     reset_peak_memory_stats,
+    set_device,
+    synchronize,
     zeros,
 )
 from ._dtypes import *  # noqa: F403  (float32, bfloat16, ...: one object per dtype)

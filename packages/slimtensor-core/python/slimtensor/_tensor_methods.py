@@ -96,11 +96,14 @@ def _repr(self: Tensor) -> str:
 
 
 def _to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-    """to(device), to(dtype), to(device, dtype), to(other), with keywords device=, dtype=, copy=."""
+    """to(device), to(dtype), to(device, dtype), to(other), with keywords device=, dtype=, copy=, non_blocking=.
+
+    non_blocking=True lets a copy between host and device memory return before it has finished (as in torch):
+    synchronize the device (st.synchronize) before the host memory is read, reused or freed."""
     device = kwargs.pop("device", None)
     dtype = kwargs.pop("dtype", None)
     copy = builtins.bool(kwargs.pop("copy", False))
-    kwargs.pop("non_blocking", None)
+    non_blocking = builtins.bool(kwargs.pop("non_blocking", False))
     if kwargs:
         raise TypeError(f"to(): unexpected keyword arguments {sorted(kwargs)}")
     for arg in args:
@@ -112,7 +115,7 @@ def _to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
             device = arg
         else:
             raise TypeError(f"to(): expected a device, a dtype or a tensor but got {type(arg).__name__}")
-    return self._to(device, dtype, copy)
+    return self._to(device, dtype, copy, non_blocking)
 
 
 def _iter(self: Tensor):

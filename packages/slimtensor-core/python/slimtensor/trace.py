@@ -17,6 +17,7 @@ EVENT_KINDS = (
     "copy",
     "handle_create",
     "handle_delete",
+    "device_event",
 )
 
 
@@ -27,7 +28,9 @@ class Event:
     kind: one of EVENT_KINDS. id: the storage id (storage_*), tensor id (tensor_*) or handle id
     (handle_*). storage_id: the storage a tensor, handle or copy destination lives in. op: the operation
     that made a tensor ("empty", "permute", ...), or for a borrowed storage_alloc the type of its owner.
-    src_*: the source of a copy.
+    src_*: the source of a copy. device_event: an event a device plugin reports: op "device_memory" for
+    memory it takes (bytes > 0) or gives back (bytes < 0) outside storages, or its own name ("cache_hit"),
+    with the plugin's stream as an opaque number (None when not given).
     """
 
     kind: str
@@ -45,6 +48,7 @@ class Event:
     strides: tuple[int, ...] = ()
     offset: int = 0
     src_storage_id: int = 0
+    stream: int | None = None
 
     @classmethod
     def from_record(cls, record: Mapping) -> Event:
@@ -90,6 +94,9 @@ class Event:
                 f"copy {self.bytes} B #{self.src_storage_id} {self.src_device} {self.src_dtype} -> "
                 f"#{self.storage_id} {self.device} {self.dtype}"
             )
+        if k == "device_event":
+            stream = f" stream {self.stream:#x}" if self.stream else ""
+            return f"device_event {self.op or '?'} {self.bytes} B {self.device}{stream}"
         return f"{k} h{self.id:#x} on storage #{self.storage_id}"
 
 
@@ -140,6 +147,7 @@ class TraceSummary:
     bytes_copied: int
     handles_created: int
     handles_deleted: int
+    device_events: int = 0  # events device plugins reported (memory outside storages, their own events)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -158,6 +166,7 @@ class TraceSummary:
                 f"  copies: {self.copies} ({_bytes(self.bytes_copied)})",
                 f"  AOTI handles: {self.handles_created} created, {self.handles_deleted} deleted",
             ]
+            + ([f"  device plugin events: {self.device_events}"] if self.device_events else [])
         )
 
     def __repr__(self) -> str:
@@ -349,6 +358,7 @@ class Trace:
             bytes_copied=sum(e.bytes for e in evs if e.kind == "copy"),
             handles_created=kinds["handle_create"],
             handles_deleted=kinds["handle_delete"],
+            device_events=kinds["device_event"],
         )
 
     def __repr__(self) -> str:

@@ -35,11 +35,11 @@ bool try_fast_copy(const Tensor& dst, const Tensor& src) {
   return false;
 }
 
-AOTITorchError copy_impl(const char* fn, AtenTensorHandle self, AtenTensorHandle src) {
+AOTITorchError copy_impl(const char* fn, AtenTensorHandle self, AtenTensorHandle src, bool non_blocking = false) {
   return guarded(fn, [&] {
     const Tensor& d = tensor_arg(self, fn, "self");
     const Tensor& s = tensor_arg(src, fn, "src");
-    if (!try_fast_copy(d, s)) copy_(d, s);
+    if (!try_fast_copy(d, s)) copy_(d, s, non_blocking);
   });
 }
 
@@ -72,7 +72,7 @@ AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHandle self, AtenTens
 }
 
 AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src, int32_t non_blocking) {
-  return copy_impl("aoti_torch_copy_", self, src);
+  return copy_impl("aoti_torch_copy_", self, src, non_blocking != 0);
 }
 
 AOTITorchError aoti_torch_tensor_copy_(AtenTensorHandle src, AtenTensorHandle dst) {

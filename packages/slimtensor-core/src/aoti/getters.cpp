@@ -1,7 +1,10 @@
 // src/aoti/getters.cpp: the tensor metadata getters (NULL-checked, a few ns each; see Note [Handle checks]).
 #include <cstdio>
 
+#include <string>
+
 #include "aoti/handle.h"
+#include "slimtensor/c/device_plugin.h"
 
 using namespace slimtensor;
 using namespace slimtensor::aoti;
@@ -22,6 +25,14 @@ namespace {
   return AOTI_TORCH_FAILURE;
 }
 
+// Note [Device memory handles] (c/device_plugin.h): an opaque handle is never handed out as an address.
+[[gnu::cold, gnu::noinline]] AOTITorchError not_addressable(const Tensor& t) {
+  const std::string msg = "the tensor is on " + device_string(t.device()) + ", whose memory is an opaque handle, "
+                          "not an address; read it with slimtensor_aoti_get_memory_ref (handle, byte offset)";
+  set_last_error("aoti_torch_get_data_ptr", msg.c_str());
+  return AOTI_TORCH_FAILURE;
+}
+
 }  // namespace
 
 #define ST_GETTER_ARGS(fn, h, out)                                 \
@@ -36,7 +47,15 @@ extern "C" {
 AOTITorchError aoti_torch_get_data_ptr(AtenTensorHandle tensor, void** ret_data_ptr) {
   ST_GETTER_ARGS("aoti_torch_get_data_ptr", tensor, ret_data_ptr);
   ST_NEEDS_DEFINED("aoti_torch_get_data_ptr", tensor);
+  if (__builtin_expect(!tensor->tensor.is_addressable(), 0)) return not_addressable(tensor->tensor);
   *ret_data_ptr = tensor->tensor.data_ptr();
+  return AOTI_TORCH_SUCCESS;
+}
+
+AOTITorchError slimtensor_aoti_get_memory_ref(AtenTensorHandle tensor, st_memory_ref* ret_memory_ref) {
+  ST_GETTER_ARGS("slimtensor_aoti_get_memory_ref", tensor, ret_memory_ref);
+  ST_NEEDS_DEFINED("slimtensor_aoti_get_memory_ref", tensor);
+  *ret_memory_ref = tensor->tensor.memory_ref();
   return AOTI_TORCH_SUCCESS;
 }
 

@@ -94,7 +94,9 @@ int32_t slimtensor_aoti_owner_adopt_output(void* owner, AtenTensorHandle output)
     o->refs.fetch_add(1, std::memory_order_relaxed);
     StorageImpl* pinned;
     try {
-      pinned = StorageImpl::borrow(s->device(), s->data(), s->nbytes(), &pinned_storage_gone, o, s->is_read_only());
+      // Handle and offset, not an address: the constant may live in opaque device memory.
+      pinned = StorageImpl::borrow_device(s->device(), s->data(), s->handle_offset(), s->nbytes(), &pinned_storage_gone,
+                                          o, s->is_read_only());
     } catch (...) {
       o->refs.fetch_sub(1, std::memory_order_relaxed);
       throw;

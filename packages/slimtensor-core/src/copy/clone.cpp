@@ -6,6 +6,7 @@
 #include "layout/layout.h"
 #include "slimtensor/base/error.h"
 #include "slimtensor/copy/copy.h"
+#include "slimtensor/runtime/device_registry.h"
 #include "slimtensor/tensor/factories.h"
 
 namespace slimtensor {
@@ -35,10 +36,11 @@ Tensor contiguous(const Tensor& self, MemoryFormat format) {
   return clone(self, format);
 }
 
-Tensor to(const Tensor& self, Device device, ScalarType dtype, bool copy) {
+Tensor to(const Tensor& self, Device device, ScalarType dtype, bool copy, bool non_blocking) {
+  device = resolve_device(device, "to()");  // "cuda" is the current device: t.to("cuda") may be t itself
   if (!copy && self.device() == device && self.dtype() == dtype) return self;
   Tensor out = empty_like(self, dtype, device);
-  copy_(out, self);
+  copy_(out, self, non_blocking);
   return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include "copy/copy_kernels.h"
 #include "copy/copy_paths.h"
+#include "copy/copy_plan.h"
 #include "layout/layout.h"
 #include "slimtensor/base/error.h"
 #include "slimtensor/copy/clone.h"
@@ -47,35 +48,8 @@ std::vector<int64_t> broadcast_strides(const Tensor& dst, const Tensor& src) {
 }
 
 CpuCopyPlan plan_cpu_copy(const Tensor& dst, const int64_t* src_strides, const Tensor& src) {
-  struct D {
-    int64_t size, ds, ss;
-  };
-  const int64_t dsz = dst.itemsize(), ssz = src.itemsize();
-  std::vector<D> dims;
-  for (int d = 0; d < dst.ndim(); ++d) {
-    if (dst.sizes()[d] == 1) continue;
-    dims.push_back({dst.sizes()[d], dst.strides()[d] * dsz, src_strides[d] * ssz});
-  }
-  // Outermost first by the destination's strides, so writes walk memory forward.
-  std::stable_sort(dims.begin(), dims.end(), [](const D& a, const D& b) {
-    return a.ds != b.ds ? a.ds > b.ds : a.ss > b.ss;
-  });
   CpuCopyPlan p;
-  for (const D& d : dims) {
-    if (p.ndim > 0) {
-      const int i = p.ndim - 1;  // merge into the previous (outer) dim when both sides allow it
-      if (p.dst_strides[i] == d.ds * d.size && p.src_strides[i] == d.ss * d.size) {
-        p.sizes[i] *= d.size;
-        p.dst_strides[i] = d.ds;
-        p.src_strides[i] = d.ss;
-        continue;
-      }
-    }
-    p.sizes[p.ndim] = d.size;
-    p.dst_strides[p.ndim] = d.ds;
-    p.src_strides[p.ndim] = d.ss;
-    ++p.ndim;
-  }
+  plan_copy_dims(dst.ndim(), dst.sizes(), dst.strides(), dst.itemsize(), src_strides, src.itemsize(), p);
   p.dst = static_cast<char*>(dst.data_ptr());
   p.src = static_cast<const char*>(src.data_ptr());
   p.dst_type = dst.dtype();
@@ -96,12 +70,15 @@ void trace_copy(const Tensor& dst, const Tensor& src) noexcept {
   });
 }
 
+// Byte offset of element 0 from the start of the storage. Overlap is decided on these, never on
+// addresses: device memory may be an opaque handle (Note [Device memory handles] in c/device_plugin.h).
+int64_t byte_offset(const Tensor& t) noexcept { return t.storage_offset() * t.itemsize(); }  // fits: invariants
+
 bool ranges_intersect(const Tensor& a, const Tensor& b, const int64_t* b_strides) {
   if (a.storage_impl() != b.storage_impl()) return false;
-  const char* a0 = static_cast<const char*>(a.data_ptr());
-  const char* b0 = static_cast<const char*>(b.data_ptr());
-  const char* a1 = a0 + span_bytes(a.sizes(), a.strides(), a.ndim(), a.itemsize());
-  const char* b1 = b0 + span_bytes(a.sizes(), b_strides, a.ndim(), b.itemsize());
+  const int64_t a0 = byte_offset(a), b0 = byte_offset(b);
+  const int64_t a1 = a0 + span_bytes(a.sizes(), a.strides(), a.ndim(), a.itemsize());
+  const int64_t b1 = b0 + span_bytes(a.sizes(), b_strides, a.ndim(), b.itemsize());
   return a0 < b1 && b0 < a1;
 }
 
@@ -115,7 +92,7 @@ bool has_internal_overlap(const Tensor& t) {
   return internal_overlap(t.sizes(), t.strides(), t.ndim()) == Overlap::Yes;
 }
 
-void copy_(const Tensor& dst, const Tensor& src) {
+void copy_(const Tensor& dst, const Tensor& src, bool non_blocking) {
   ST_CHECK(dst.defined() && src.defined(), Runtime, "copy_(): both tensors must be defined");
   ST_CHECK(!dst.is_read_only(), Runtime, "copy_(): the destination is read-only (it borrows memory its owner "
            "marked read-only, e.g. a read-only numpy array); write into a copy instead: t = t.clone()");
@@ -141,23 +118,20 @@ void copy_(const Tensor& dst, const Tensor& src) {
            "expand()); call .clone() on the destination first");
   Tensor source = src;
   if (ranges_intersect(dst, src, src_strides.data())) {
-    const bool same_elements = dst.data_ptr() == src.data_ptr() && dst.itemsize() == src.itemsize() &&
+    const bool same_elements = byte_offset(dst) == byte_offset(src) && dst.itemsize() == src.itemsize() &&
                                std::equal(src_strides.begin(), src_strides.end(), dst.strides());
     if (same_elements && dst.dtype() == src.dtype()) return;  // copying a tensor onto itself
-    // Same elements, another dtype of the same size (a.copy_(a.view(int32))): each element is read
-    // before it is written, in place, so the conversion is exact.
-    if (same_elements) {
+    // Same elements, another dtype of the same size (a.copy_(a.view(int32))): on the CPU each element is
+    // read before it is written, in place, so the conversion is exact. A plugin is never asked to convert
+    // in place: the source is cloned below.
+    if (same_elements && dst.device().is_cpu()) {
       if (events::tracing_active()) trace_copy(dst, src);
-      if (dst.device().is_cpu()) {
-        copy_cpu(dst, src, src_strides);
-      } else {
-        copy_device(dst, src, src_strides);
-      }
+      copy_cpu(dst, src, src_strides);
       return;
     }
     const bool both_dense = is_non_overlapping_and_dense(dst.sizes(), dst.strides(), dst.ndim()) &&
                             is_non_overlapping_and_dense(src.sizes(), src.strides(), src.ndim());
-    ST_CHECK(!both_dense, Runtime, "copy_(): the source and the destination partially overlap in memory; "
+    ST_CHECK(same_elements || !both_dense, Runtime, "copy_(): the source and the destination partially overlap in memory; "
              "copy from a clone: dst.copy_(src.clone())");
     // Interleaved views of one storage (t[::2] and t[1::2]) may share a byte range without sharing an
     // element; going through a temporary keeps the result exact either way.
@@ -168,7 +142,7 @@ void copy_(const Tensor& dst, const Tensor& src) {
   if (dst.device().is_cpu() && source.device().is_cpu()) {
     copy_cpu(dst, source, src_strides);
   } else {
-    copy_device(dst, source, src_strides);
+    copy_device(dst, source, src_strides, non_blocking);
   }
 }
 

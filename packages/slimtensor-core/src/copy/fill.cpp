@@ -5,9 +5,13 @@
 #include <cstring>
 #include <sstream>
 
+#include "copy/copy_kernels.h"
+#include "layout/layout.h"
+#include "runtime/device_calls.h"
 #include "runtime/parallel.h"
 #include "slimtensor/base/error.h"
 #include "slimtensor/copy/copy.h"
+#include "slimtensor/runtime/device_registry.h"
 
 namespace slimtensor {
 namespace {
@@ -77,6 +81,11 @@ void check_fill_value(ScalarType type, const Scalar& v) {
 
 }  // namespace
 
+// Note [Device fill]
+// On a plugin device, the value is converted on the host to one element of dst's dtype (by the rules of
+// copies), then: a dense destination (its elements are one byte range from element 0) is filled by the
+// plugin's fill with that element as the pattern; any other layout takes copy_ from a CPU scalar, whose
+// device paths (Note [Device copy paths]) broadcast it. Without a plugin fill, copy_ uploads the pattern.
 void fill_(const Tensor& dst, const Scalar& value) {
   ST_CHECK(dst.defined(), Runtime, "fill_(): the tensor is undefined");
   ST_CHECK(!dst.is_read_only(), Runtime, "fill_(): the tensor is read-only (it borrows memory its owner marked "
@@ -97,19 +106,34 @@ void fill_(const Tensor& dst, const Scalar& value) {
   }
   const bool zero = is_zero(value);
   if (zero && !info(dst.dtype()).convertible) {
-    // Types without conversions (float8, float4) take the all-zero bit pattern, through a same-dtype copy
-    // (so the scalar below must be made after this, in dst's dtype).
+    // Types without conversions (float8, float4) take the all-zero bit pattern, through a same-dtype copy.
+    // (Decided before the scalar is made: it must carry dst's dtype, or copy_ refuses the conversion.)
     std::memset(buffer, 0, sizeof buffer);
     type = dst.dtype();
   }
-  const Tensor scalar = Tensor::make(Storage::adopt(StorageImpl::borrow(kCPUDevice, buffer, itemsize(type), nullptr,
-                                                                         nullptr, true, "scalar")),
-                                     IntList(), IntList(), 0, type, "fill_");
   if (zero && dst.device().is_cpu() && dst.is_contiguous() && !dst.is_read_only()) {
     char* p = static_cast<char*>(dst.data_ptr());
     parallel_for(dst.nbytes(), 1 << 20, [p](int64_t b, int64_t e) { std::memset(p + b, 0, e - b); });
     return;
   }
+  if (!dst.device().is_cpu() && dst.numel() > 0 &&
+      is_non_overlapping_and_dense(dst.sizes(), dst.strides(), dst.ndim())) {
+    const DeviceEntry& e = usable_device(dst.device(), "fill_()");
+    if (device_calls::can_fill(e)) {  // Note [Device fill]
+      alignas(16) unsigned char element[16];
+      if (type == dst.dtype()) {
+        std::memcpy(element, buffer, static_cast<size_t>(dst.itemsize()));
+      } else {
+        convert_element(buffer, type, element, dst.dtype());  // the rules of copies (Note [Conversion rules])
+      }
+      device_calls::fill(e, dst.memory_ref(), static_cast<uint64_t>(dst.nbytes()), element,
+                         static_cast<uint32_t>(dst.itemsize()), ST_STREAM_CURRENT, "fill_()");
+      return;
+    }
+  }
+  const Tensor scalar = Tensor::make(Storage::adopt(StorageImpl::borrow(kCPUDevice, buffer, itemsize(type), nullptr,
+                                                                         nullptr, true, "scalar")),
+                                     IntList(), IntList(), 0, type, "fill_");
   copy_(dst, scalar);
 }
 

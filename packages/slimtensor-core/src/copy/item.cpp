@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "copy/copy_kernels.h"
+#include "runtime/device_calls.h"
 #include "slimtensor/base/error.h"
 #include "slimtensor/runtime/device_registry.h"
 
@@ -16,9 +17,9 @@ Scalar item(const Tensor& self) {
   alignas(16) unsigned char raw[16];
   const void* src = self.data_ptr();
   if (!self.device().is_cpu()) {
-    const st_device_table& t = *usable_device(self.device(), "item()").table;
-    ST_CHECK(t.copy_device_to_host(t.ctx, self.device().index, raw, src, self.itemsize()) == 0, Runtime,
-             "item(): download from ", device_string(self.device()), " failed: ", t.last_error(t.ctx));
+    // Blocking: returns once the element has arrived (Note [Streams] in c/device_plugin.h).
+    device_calls::copy_to_host(usable_device(self.device(), "item()"), raw, self.memory_ref(),
+                               static_cast<uint64_t>(self.itemsize()), ST_STREAM_CURRENT, 0, "item()");
     src = raw;
   }
   const ScalarTypeInfo& i = info(self.dtype());

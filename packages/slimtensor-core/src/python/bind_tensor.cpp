@@ -43,13 +43,22 @@ MemoryFormat to_format(nb::handle obj, MemoryFormat fallback, const char* functi
   return nb::cast<MemoryFormat>(obj);
 }
 
-void copy_with_gil_policy(const Tensor& dst, const Tensor& src) {
+void copy_with_gil_policy(const Tensor& dst, const Tensor& src, bool non_blocking) {
   if (dst.nbytes() >= kReleaseGilBytes) {
     nb::gil_scoped_release release;
-    copy_(dst, src);
+    copy_(dst, src, non_blocking);
   } else {
-    copy_(dst, src);
+    copy_(dst, src, non_blocking);
   }
+}
+
+// data_ptr of Tensor and Storage: an address, or an error for opaque device memory (Note [Storage
+// handles]): a handle is never handed out as if it were one.
+uintptr_t address_or_raise(const StorageImpl& s, void* address, const char* function) {
+  ST_CHECK(s.is_addressable(), Runtime, function, ": the memory of this ", device_string(s.device()),
+           " tensor is an opaque device handle, not an address; exchange it through DLPack "
+           "(__dlpack__, with byte_offset) or copy it to the CPU first (.cpu())");
+  return reinterpret_cast<uintptr_t>(address);
 }
 
 nb::object storage_owner(const StorageImpl& s) {
@@ -74,7 +83,9 @@ void bind_tensor(nb::module_& m) {
 
   nb::class_<PyStorage>(m, "Storage", "The memory under one or more tensors (shared by views).")
       .def_prop_ro("nbytes", [](const PyStorage& s) { return s.storage->nbytes(); })
-      .def_prop_ro("data_ptr", [](const PyStorage& s) { return reinterpret_cast<uintptr_t>(s.storage->data()); })
+      .def_prop_ro("data_ptr", [](const PyStorage& s) {
+        return address_or_raise(*s.storage.get(), s.storage->address(), "Storage.data_ptr");
+      }, "the address of the storage's first byte (an error for device memory that is not addressable)")
       .def_prop_ro("device", [](const PyStorage& s) { return s.storage->device(); })
       .def_prop_ro("is_owning", [](const PyStorage& s) { return s.storage->is_owning(); },
                    "True when slimtensor allocated the memory; False when it borrows someone else's")
@@ -114,7 +125,8 @@ void bind_tensor(nb::module_& m) {
       .def("numel", &Tensor::numel)
       .def("dim", &Tensor::ndim)
       .def("element_size", &Tensor::itemsize)
-      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
+      .def("data_ptr", [](const Tensor& t) { return address_or_raise(*t.storage_impl(), t.data_ptr(), "data_ptr()"); },
+           "the address of element 0 (an error for device memory that is not addressable)")
       .def("storage", [](const Tensor& t) { return PyStorage{t.storage()}; })
       .def("is_contiguous", [](const Tensor& t, nb::handle format) {
         return t.is_contiguous(to_format(format, MemoryFormat::Contiguous, "is_contiguous()"));
@@ -197,7 +209,7 @@ void bind_tensor(nb::module_& m) {
         return clone(t, f);
       }, nb::arg("memory_format") = nb::none())
       .def("copy_", [](nb::handle_t<Tensor> self, const Tensor& src, bool non_blocking) {
-        copy_with_gil_policy(*nb::inst_ptr<Tensor>(self), src);
+        copy_with_gil_policy(*nb::inst_ptr<Tensor>(self), src, non_blocking);
         return nb::borrow(self);
       }, nb::arg("src"), nb::arg("non_blocking") = false)
       .def("fill_", [](nb::handle_t<Tensor> self, nb::handle value) {
@@ -224,18 +236,21 @@ void bind_tensor(nb::module_& m) {
         return nb::borrow(self);
       })
       .def("item", [](const Tensor& t) { return scalar_to_python(item(t), t.dtype()); })
-      .def("_to", [](nb::handle_t<Tensor> self, nb::handle device, nb::handle dtype, bool copy) -> nb::object {
+      .def("_to", [](nb::handle_t<Tensor> self, nb::handle device, nb::handle dtype, bool copy,
+                     bool non_blocking) -> nb::object {
         const Tensor& t = *nb::inst_ptr<Tensor>(self);
-        const Device d = device.is_none() ? t.device() : to_device(device, "to()");
+        // "cuda" is the current device: t.to("cuda") on a tensor already there is the tensor itself.
+        const Device d = device.is_none() ? t.device() : resolve_device(to_device(device, "to()"), "to()");
         const ScalarType ty = to_dtype(dtype, t.dtype(), "to()");
         if (!copy && d == t.device() && ty == t.dtype()) return nb::borrow(self);  // the tensor itself
         Tensor out;
         {
           nb::gil_scoped_release release;
-          out = to(t, d, ty, true);
+          out = to(t, d, ty, true, non_blocking);
         }
         return nb::cast(std::move(out));
-      }, nb::arg("device").none(), nb::arg("dtype").none(), nb::arg("copy") = false)
+      }, nb::arg("device").none(), nb::arg("dtype").none(), nb::arg("copy") = false,
+         nb::arg("non_blocking") = false)
       .def("_is_same", [](const Tensor& a, const Tensor& b) {
         return a.storage_impl() == b.storage_impl() && a.storage_offset() == b.storage_offset() &&
                a.ndim() == b.ndim() && std::equal(a.sizes(), a.sizes() + a.ndim(), b.sizes()) &&

@@ -6,6 +6,7 @@
 #include "common.h"
 #include "copy/copy_kernels.h"
 #include "slimtensor/runtime/device_registry.h"
+#include "slimtensor/runtime/streams.h"
 #include "slimtensor/base/error.h"
 #include "slimtensor/runtime/events.h"
 #include "slimtensor/runtime/memory_stats.h"
@@ -44,6 +45,7 @@ const char* event_kind_name(EventKind k) {
     case EventKind::Copy: return "copy";
     case EventKind::HandleCreate: return "handle_create";
     case EventKind::HandleDelete: return "handle_delete";
+    case EventKind::DeviceEvent: return "device_event";
   }
   return "unknown";
 }
@@ -70,10 +72,18 @@ nb::dict event_dict(const Event& e) {
   d["strides"] = nb::tuple(nb::cast(e.strides));
   d["offset"] = e.offset;
   d["src_storage_id"] = e.src_storage_id;
+  d["stream"] = e.kind == EventKind::DeviceEvent ? nb::object(nb::int_(e.stream)) : nb::none();
   return d;
 }
 
-nb::dict stats_dict(DeviceType type) {
+void emit_stat(void* user, const char* key, int64_t value) {
+  // Called by the plugin during allocator_stats, with the GIL held by our caller.
+  if (key) (*static_cast<nb::dict*>(user))[key] = value;
+}
+
+// The core's counters of a device type; for a plugin device with allocator_stats (`index` >= 0: that
+// device; -1: the current one), also the allocator's own statistics under "allocator".
+nb::dict stats_dict(DeviceType type, int index) {
   const MemoryStats s = memory_stats(type);
   nb::dict d;
   d["live_bytes"] = s.live_bytes;
@@ -82,6 +92,13 @@ nb::dict stats_dict(DeviceType type) {
   d["live_tensors"] = s.live_tensors;
   d["live_aoti_handles"] = s.live_aoti_handles;
   d["total_allocations"] = s.total_allocations;
+  d["plugin_bytes"] = s.plugin_bytes;
+  d["plugin_peak_bytes"] = s.plugin_peak_bytes;
+  const DeviceEntry* e = find_device(type);
+  if (e && e->table && e->unavailable_reason.empty()) {
+    nb::dict allocator;
+    if (allocator_stats(Device{type, static_cast<int16_t>(index)}, emit_stat, &allocator)) d["allocator"] = allocator;
+  }
   return d;
 }
 
@@ -101,10 +118,31 @@ NB_MODULE(_C, m) {
   bind_aoti(m);
 
   m.def("_memory_stats", [](nb::handle device) {
-    const DeviceType type = device.is_none() ? kCPU : to_device(device, "memory_stats()").type;
-    return stats_dict(type);
+    const Device d = device.is_none() ? kCPUDevice : to_device(device, "memory_stats()");
+    return stats_dict(d.type, d.index);
   }, nb::arg("device") = nb::none());
-  m.def("_memory_stats_by_code", [](int code) { return stats_dict(static_cast<DeviceType>(code)); });
+  m.def("_memory_stats_by_code", [](int code) { return stats_dict(static_cast<DeviceType>(code), -1); });
+  m.def("synchronize", [](nb::handle device) {
+    // Note [Streams in the core]: waits for all queued work of a device (every stream), as
+    // torch.cuda.synchronize. None: the current device of every available plugin device type.
+    std::vector<Device> targets;
+    if (!device.is_none()) {
+      targets.push_back(to_device(device, "synchronize()"));
+    } else {
+      for (const DeviceEntry* e : registered_devices()) {
+        if (e->table && e->unavailable_reason.empty()) targets.push_back(Device{e->type, -1});
+      }
+    }
+    nb::gil_scoped_release release;  // plugin work may take long
+    for (const Device d : targets) streams::synchronize_device(d);
+  }, nb::arg("device") = nb::none(),
+     "Waits until all work queued on a device (every stream) has finished: `device` ('cuda', 'cuda:1'), or "
+     "None for the current device of every plugin device type. A no-op for the CPU.");
+  m.def("current_device", [](nb::handle type) {
+    return streams::current_device(to_device(type, "current_device()").type);
+  }, nb::arg("type"), "The calling thread's current device index of a device type ('cuda'): 0 for the CPU.");
+  m.def("set_device", [](nb::handle device) { streams::set_device(to_device(device, "set_device()")); },
+        nb::arg("device"), "Sets the calling thread's current device of that type: set_device('cuda:1').");
   m.def("reset_peak_memory_stats", [](nb::handle device) {
     reset_peak_memory(device.is_none() ? kCPU : to_device(device, "reset_peak_memory_stats()").type);
   }, nb::arg("device") = nb::none());

@@ -36,6 +36,8 @@ struct alignas(64) Bytes {
 // inside the static TLS that glibc keeps for libraries loaded with dlopen.
 extern thread_local CountBlock* t_block __attribute__((tls_model("initial-exec"), visibility("hidden")));
 extern Bytes g_bytes[kMaxDeviceTypes] __attribute__((visibility("hidden")));
+// Device memory plugins hold outside storages, as they report it (st_core_table.note_device_memory).
+extern Bytes g_plugin_bytes[kMaxDeviceTypes] __attribute__((visibility("hidden")));
 
 // First count of a thread (registers its block), or a count made while the thread exits.
 __attribute__((visibility("hidden"))) void bump_slow(Count c, DeviceType type, int64_t delta) noexcept;
@@ -65,6 +67,14 @@ inline void storage_created(DeviceType type, int64_t bytes, bool owning) noexcep
 inline void storage_destroyed(DeviceType type, int64_t bytes, bool owning) noexcept {
   bump(kStorages, type, -1);
   if (owning) g_bytes[slot_of(type)].live.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+inline void plugin_memory(DeviceType type, int64_t delta) noexcept {
+  Bytes& b = g_plugin_bytes[slot_of(type)];
+  const int64_t live = b.live.fetch_add(delta, std::memory_order_relaxed) + delta;
+  int64_t peak = b.peak.load(std::memory_order_relaxed);
+  while (live > peak && !b.peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  }
 }
 
 inline void tensor_created(DeviceType type) noexcept { bump(kTensors, type, 1); }

@@ -8,12 +8,15 @@
 #include <vector>
 
 #include "runtime/counters.h"
+#include "runtime/device_calls.h"
+#include "slimtensor/runtime/device_registry.h"
 
 namespace slimtensor {
 namespace counters {
 
 thread_local CountBlock* t_block = nullptr;
 Bytes g_bytes[kMaxDeviceTypes];
+Bytes g_plugin_bytes[kMaxDeviceTypes];
 
 namespace {
 
@@ -99,12 +102,23 @@ MemoryStats memory_stats(DeviceType type) noexcept {
   s.live_tensors = total(kTensors, type);
   s.live_aoti_handles = total(kHandles, type);
   s.total_allocations = total(kAllocations, type);
+  s.plugin_bytes = g_plugin_bytes[slot_of(type)].live.load();
+  s.plugin_peak_bytes = g_plugin_bytes[slot_of(type)].peak.load();
   return s;
+}
+
+bool allocator_stats(Device device, void (*emit)(void*, const char*, int64_t), void* user) {
+  if (device.is_cpu()) return false;
+  const char* fn = "memory_stats()";
+  device = resolve_device(device, fn);
+  return device_calls::allocator_stats(usable_device(device, fn), device.index, emit, user, fn);
 }
 
 void reset_peak_memory(DeviceType type) noexcept {
   counters::Bytes& b = counters::g_bytes[counters::slot_of(type)];
   b.peak.store(b.live.load());
+  counters::Bytes& p = counters::g_plugin_bytes[counters::slot_of(type)];
+  p.peak.store(p.live.load());
 }
 
 }  // namespace slimtensor

@@ -9,6 +9,7 @@
 #include "slimtensor/runtime/events.h"
 
 #include "runtime/counters.h"
+#include "runtime/device_calls.h"
 
 namespace slimtensor {
 namespace {
@@ -116,9 +117,9 @@ void StorageImpl::operator delete(void* p) noexcept {
 
 StorageImpl* StorageImpl::allocate(Device device, int64_t nbytes, const char* function) {
   ST_CHECK(nbytes >= 0, Value, function, ": expected a byte count >= 0 but got ", nbytes);
-  if (device.index < 0) device.index = 0;  // "cuda" means the current device: index 0 (no plugin switches it)
   StorageImpl* s = nullptr;
   if (device.type == kCPU) {
+    device = kCPUDevice;
     if (nbytes <= kInlineBlockLimit) {
       // malloc + manual alignment: glibc's aligned_alloc costs several times more for small blocks.
       void* block = std::malloc(kHeaderBytes + static_cast<size_t>(nbytes) + kAlignment);
@@ -138,20 +139,26 @@ StorageImpl* StorageImpl::allocate(Device device, int64_t nbytes, const char* fu
       }
       s->data_ = data;
     }
+    s->address_ = s->data_;
   } else {
+    device = resolve_device(device, function);  // "cuda": the current device (Note [Current device])
     const DeviceEntry& entry = usable_device(device, function);
-    void* data = nullptr;
+    // The stream is resolved now, so the storage frees on the stream it was allocated on even if the
+    // thread's current stream changes meanwhile.
+    void* stream = device_calls::current_stream(entry, device.index, function);
+    void* handle = nullptr;
     if (nbytes > 0) {
-      const int rc = entry.table->allocate(entry.table->ctx, device.index, static_cast<uint64_t>(nbytes), &data);
-      ST_CHECK(rc == 0 && data != nullptr, Memory, function, ": ", entry.name, ":", device.index,
-               " could not allocate ", nbytes, " bytes: ", entry.table->last_error(entry.table->ctx));
+      handle = device_calls::allocate(entry, device.index, static_cast<uint64_t>(nbytes), stream, function);
     }
     s = new (std::nothrow) StorageImpl();
     if (!s) {
-      if (data) entry.table->free(entry.table->ctx, device.index, data, static_cast<uint64_t>(nbytes));
+      if (handle) device_calls::free(entry, device.index, handle, static_cast<uint64_t>(nbytes), stream);
       throw Error(ErrorKind::Memory, std::string(function) + ": out of memory allocating a storage header");
     }
-    s->data_ = data;
+    s->data_ = handle;
+    s->stream_ = stream;
+    s->addressable_ = (entry.memory_flags & ST_DEVICE_MEMORY_ADDRESSABLE) != 0;
+    s->address_ = s->addressable_ ? handle : nullptr;
   }
   s->nbytes_ = nbytes;
   s->device_ = device;
@@ -164,14 +171,15 @@ StorageImpl* StorageImpl::allocate(Device device, int64_t nbytes, const char* fu
 
 StorageImpl* StorageImpl::borrow(Device device, void* data, int64_t nbytes, BorrowDeleter deleter, void* context,
                                  bool read_only, const char* owner, const char* function) {
+  if (!device.is_cpu()) return borrow_device(device, data, 0, nbytes, deleter, context, read_only, owner, function);
   ST_CHECK(nbytes >= 0, Value, call_name(function), ": expected a byte count >= 0 but got ", nbytes);
   ST_CHECK(data != nullptr || nbytes == 0, Value, call_name(function), ": data is NULL but the view has elements (",
            nbytes, " bytes from its base); pass a valid pointer (a null one is allowed only for zero elements)");
-  if (device.index < 0) device.index = 0;
   auto* s = new StorageImpl();
   s->data_ = nbytes > 0 ? data : nullptr;
+  s->address_ = s->data_;
   s->nbytes_ = nbytes;
-  s->device_ = device;
+  s->device_ = kCPUDevice;
   s->owning_ = false;
   s->read_only_ = read_only;
   s->deleter_ = deleter;
@@ -179,6 +187,42 @@ StorageImpl* StorageImpl::borrow(Device device, void* data, int64_t nbytes, Borr
   s->id_ = next_storage_id();
   // The deleter gets the pointer it was given, even when the storage reports null for zero bytes.
   s->borrowed_data_ = data;
+  counters::storage_created(kCPU, nbytes, false);
+  if (events::tracing_active()) trace_storage(EventKind::StorageAlloc, *s, owner ? owner : "borrowed");
+  return s;
+}
+
+StorageImpl* StorageImpl::borrow_device(Device device, void* handle, uint64_t handle_offset, int64_t nbytes,
+                                        BorrowDeleter deleter, void* context, bool read_only, const char* owner,
+                                        const char* function) {
+  if (device.is_cpu()) {
+    // Host memory is an address: the offset is applied here, once.
+    ST_CHECK(handle != nullptr || nbytes == 0, Value, call_name(function), ": data is NULL but the view has "
+             "elements; pass a valid pointer (a null one is allowed only for zero elements)");
+    char* base = handle ? static_cast<char*>(handle) + handle_offset : nullptr;
+    return borrow(device, base, nbytes, deleter, context, read_only, owner, function);
+  }
+  ST_CHECK(nbytes >= 0, Value, call_name(function), ": expected a byte count >= 0 but got ", nbytes);
+  ST_CHECK(handle != nullptr || nbytes == 0, Value, call_name(function), ": the device memory handle is NULL but "
+           "the view has elements (", nbytes, " bytes); pass the allocation's handle (NULL only for zero elements)");
+  ST_CHECK(handle_offset <= static_cast<uint64_t>(INT64_MAX), Value, call_name(function), ": the byte offset ",
+           handle_offset, " into the allocation does not fit in int64");
+  device = resolve_device(device, function);
+  const DeviceEntry& entry = usable_device(device, function);
+  auto* s = new StorageImpl();
+  s->data_ = nbytes > 0 ? handle : nullptr;
+  s->handle_offset_ = nbytes > 0 ? handle_offset : 0;
+  s->addressable_ = (entry.memory_flags & ST_DEVICE_MEMORY_ADDRESSABLE) != 0;
+  // Addressable memory: handle + offset is a device address (Note [Storage handles]).
+  s->address_ = s->addressable_ && s->data_ ? static_cast<char*>(s->data_) + s->handle_offset_ : nullptr;
+  s->nbytes_ = nbytes;
+  s->device_ = device;
+  s->owning_ = false;
+  s->read_only_ = read_only;
+  s->deleter_ = deleter;
+  s->context_ = context;
+  s->id_ = next_storage_id();
+  s->borrowed_data_ = handle;
   counters::storage_created(device.type, nbytes, false);
   if (events::tracing_active()) trace_storage(EventKind::StorageAlloc, *s, owner ? owner : "borrowed");
   return s;
@@ -204,9 +248,10 @@ void StorageImpl::destroy() noexcept {
     return;
   }
   if (data_) {
-    // The entry exists: the storage was allocated through it, and entries are never removed.
+    // The entry exists: the storage was allocated through it, and entries are never removed. Freed on the
+    // stream it was allocated on (Note [Storage handles]).
     const DeviceEntry* entry = find_device(device_.type);
-    entry->table->free(entry->table->ctx, device_.index, data_, static_cast<uint64_t>(nbytes_));
+    device_calls::free(*entry, device_.index, data_, static_cast<uint64_t>(nbytes_), stream_);
   }
   delete this;
 }

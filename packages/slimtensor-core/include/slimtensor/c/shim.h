@@ -143,6 +143,8 @@ SLIMTENSOR_C_API void aoti_torch_grad_mode_set_enabled(bool enabled);
 SLIMTENSOR_C_API AOTITorchError aoti_torch_delete_tensor_object(AtenTensorHandle tensor);
 
 /* ---- getters (borrowed results, valid while the handle lives) ---------------------------------- */
+/* Element 0's address; for device memory only where it is addressable (CUDA): a tensor whose device memory
+ * is an opaque handle (Metal) fails, naming slimtensor_aoti_get_memory_ref. */
 SLIMTENSOR_C_API AOTITorchError aoti_torch_get_data_ptr(AtenTensorHandle tensor, void** ret_data_ptr);
 /* Bytes of the tensor's storage. */
 SLIMTENSOR_C_API AOTITorchError aoti_torch_get_storage_size(AtenTensorHandle tensor, int64_t* ret_size);
@@ -239,6 +241,12 @@ SLIMTENSOR_C_API void slimtensor_clear_last_error(void);
 SLIMTENSOR_C_API int64_t slimtensor_aoti_live_handles(void);
 /* 1 when SLIMTENSOR_DEBUG_HANDLES=1 was set at load (double deletes and foreign pointers are errors). */
 SLIMTENSOR_C_API int32_t slimtensor_aoti_debug_handles(void);
+/* Where element 0 of any tensor lives, as the device-plugin ABI names memory (struct st_memory_ref of
+ * slimtensor/c/device_plugin.h): {allocation handle, byte offset, device index}; for CPU tensors {base
+ * address, byte offset, 0}. Works for every device, addressable or not (Note [Device memory handles]). */
+struct st_memory_ref;
+SLIMTENSOR_C_API AOTITorchError slimtensor_aoti_get_memory_ref(AtenTensorHandle tensor,
+                                                               struct st_memory_ref* ret_memory_ref);
 
 #ifdef __cplusplus
 }  /* extern "C" */

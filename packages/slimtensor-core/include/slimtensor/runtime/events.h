@@ -25,6 +25,9 @@ enum class EventKind : uint8_t {
   Copy,
   HandleCreate,
   HandleDelete,
+  // A device plugin's own event: memory it took or gave back outside storages (op "device_memory",
+  // from note_device_memory) or anything it reports through trace_device_event ("cache_hit", ...).
+  DeviceEvent,
 };
 
 struct Event {
@@ -42,6 +45,7 @@ struct Event {
   std::vector<int64_t> sizes, strides;
   int64_t offset = 0;
   uint64_t src_storage_id = 0;  // copies
+  uint64_t stream = 0;          // device events: the plugin's stream, as an opaque number (0: none given)
 };
 
 namespace events {

@@ -20,10 +20,19 @@ struct MemoryStats {
   int64_t live_tensors = 0;
   int64_t live_aoti_handles = 0;
   int64_t total_allocations = 0;  // owning storages ever allocated
+  // Device memory the plugin holds outside storages (caches, pools), as it reports through the core
+  // table's note_device_memory: live and peak.
+  int64_t plugin_bytes = 0;
+  int64_t plugin_peak_bytes = 0;
 };
 
 SLIMTENSOR_API MemoryStats memory_stats(DeviceType type) noexcept;
-// Sets peak_bytes to live_bytes for the device type.
+// The allocator's own statistics of a plugin device (its allocator_stats: "reserved_bytes", ...), one
+// emit(user, key, value) each; false when the device has none (the CPU, plugins without the function).
+// Index -1 is the current device. Throws Error(Runtime) when the plugin fails.
+SLIMTENSOR_API bool allocator_stats(Device device, void (*emit)(void* user, const char* key, int64_t value),
+                                    void* user);
+// Sets peak_bytes to live_bytes (and plugin_peak_bytes to plugin_bytes) for the device type.
 SLIMTENSOR_API void reset_peak_memory(DeviceType type) noexcept;
 
 }  // namespace slimtensor

@@ -7,6 +7,14 @@
 // The refcount is atomic, so tensors may be shared across threads. The id is unique for the process
 // and never reused, so traces and pictures can name a storage after it is gone.
 // Invariant: data != nullptr whenever nbytes > 0.
+//
+// Note [Storage handles]
+// A storage holds (allocation handle, byte offset) (Note [Device memory handles] in c/device_plugin.h):
+// data() is the handle (the base address on the CPU), handle_offset() the bytes from it to the storage's
+// start (0 for owned allocations and every CPU storage). address() is handle + offset where that is an
+// address (the CPU, and devices with ST_DEVICE_MEMORY_ADDRESSABLE), nullptr otherwise: the core never does
+// arithmetic on, compares or dereferences a handle it was not told is an address. A device storage also
+// keeps the stream it was allocated on, and frees on it (Note [Streams]).
 #pragma once
 
 #include <atomic>
@@ -23,7 +31,14 @@ using BorrowDeleter = void (*)(void* data, void* context);
 
 class SLIMTENSOR_API StorageImpl {
  public:
+  // The allocation handle (Note [Storage handles]); the base address for CPU storages.
   void* data() const noexcept { return data_; }
+  uint64_t handle_offset() const noexcept { return handle_offset_; }
+  // handle + handle_offset when that is an address, else nullptr (also for an empty storage).
+  void* address() const noexcept { return address_; }
+  bool is_addressable() const noexcept { return addressable_; }
+  // The stream an owning device storage was allocated on (it frees on it); nullptr on the CPU.
+  void* stream() const noexcept { return stream_; }
   int64_t nbytes() const noexcept { return nbytes_; }
   Device device() const noexcept { return device_; }
   bool is_owning() const noexcept { return owning_; }
@@ -43,14 +58,22 @@ class SLIMTENSOR_API StorageImpl {
     }
   }
 
-  // Allocates `nbytes` on `device` (64-byte aligned on the CPU). Throws Error(Memory) naming `function`
-  // when it cannot.
+  // Allocates `nbytes` on `device` (64-byte aligned on the CPU; on a device, on its current stream, index
+  // -1 meaning the current device). Throws Error(Memory) naming `function` when it cannot.
   static StorageImpl* allocate(Device device, int64_t nbytes, const char* function = "allocate()");
   // Wraps memory the core does not own. `deleter` may be null (nothing to release). `owner` describes
   // who owns the memory ("numpy.ndarray", "dlpack", "model constant") for traces; errors name `function`.
   // Throws only before the storage exists: then the deleter is neither kept nor called.
+  // On a device, `data` is the allocation handle (for an addressable device, its address), offset 0.
   static StorageImpl* borrow(Device device, void* data, int64_t nbytes, BorrowDeleter deleter, void* context,
                              bool read_only, const char* owner = "borrowed", const char* function = "from_blob");
+  // Device memory someone else owns (DLPack import, from_blob on a device): the storage starts
+  // handle_offset bytes into the allocation `handle` (Note [Storage handles]). `deleter(handle, context)`
+  // runs when the last reference goes. Index -1 is the current device. Throws only before the storage
+  // exists (as borrow).
+  static StorageImpl* borrow_device(Device device, void* handle, uint64_t handle_offset, int64_t nbytes,
+                                    BorrowDeleter deleter, void* context, bool read_only,
+                                    const char* owner = "borrowed", const char* function = "from_blob");
 
   // Headers come from a small per-thread cache: borrowed storages (from_blob, DLPack) are made and freed
   // at high rates by AOTI models and hosts, and malloc/free would be most of their cost.
@@ -64,11 +87,15 @@ class SLIMTENSOR_API StorageImpl {
   void destroy() noexcept;
 
   std::atomic<int64_t> refcount_{1};
-  void* data_ = nullptr;
+  void* data_ = nullptr;     // the handle (Note [Storage handles])
+  void* address_ = nullptr;  // data_ + handle_offset_ when addressable, else nullptr
   int64_t nbytes_ = 0;
   Device device_;
   bool owning_ = false;
   bool read_only_ = false;
+  bool addressable_ = true;
+  uint64_t handle_offset_ = 0;
+  void* stream_ = nullptr;
   void* inline_block_ = nullptr;  // the malloc block holding header and data of a small CPU storage
   uint64_t id_ = 0;
   BorrowDeleter deleter_ = nullptr;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "slimtensor/c/device_plugin.h"
 #include "slimtensor/tensor/device.h"
 #include "slimtensor/tensor/dims.h"
 #include "slimtensor/base/export.h"
@@ -80,11 +81,21 @@ class SLIMTENSOR_API Tensor {
   bool is_contiguous() const noexcept { return contiguous_; }
   bool is_contiguous(MemoryFormat format) const noexcept;
   bool is_read_only() const noexcept { return storage_->is_read_only(); }
-  // Address of element 0 (storage base + offset * itemsize); nullptr for an empty storage.
+  // Address of element 0 (storage address + offset * itemsize); nullptr for an empty storage and for
+  // device memory that is not addressable (Note [Storage handles]): use memory_ref() for that.
   void* data_ptr() const noexcept {
-    char* base = static_cast<char*>(storage_->data());
+    char* base = static_cast<char*>(storage_->address());
     return base ? base + offset_ * itemsize() : nullptr;
   }
+  // Where element 0 lives, as the plugin ABI names memory: {handle, handle_offset + offset * itemsize,
+  // device index}; for the CPU {base address, offset * itemsize, 0}.
+  st_memory_ref memory_ref() const noexcept {
+    const StorageImpl* s = storage_.get();
+    return st_memory_ref{s->data(), s->handle_offset() + static_cast<uint64_t>(offset_ * itemsize()),
+                         s->device().index, 0};
+  }
+  // Whether data_ptr() is an address (the CPU, addressable devices).
+  bool is_addressable() const noexcept { return storage_->is_addressable(); }
   // Size and stride of dim d (negative d counts from the end); throws Error(Index) when out of range.
   int64_t size(int64_t d) const;
   int64_t stride(int64_t d) const;
