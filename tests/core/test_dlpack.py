@@ -816,3 +816,39 @@ def test_dlpack_arguments_are_keyword_only_and_checked():
         t.__dlpack__(max_version=(1, 0), copy="yes")
     with raises_named(BufferError, "__dlpack__()", "copy=False"):
         t.__dlpack__(max_version=(1, 0), dl_device=(2, 0), copy=False)
+
+
+# --- device tensors (the hostdev test plugin: opaque handles, worker-thread streams) -----------------------
+
+
+def _hostdev():
+    devices = {d.name: d for d in st.devices()}
+    if "hostdev" not in devices or not devices["hostdev"].available:
+        pytest.skip("the hostdev test plugin is not installed")
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_device_round_trip_passes_handle_and_byte_offset(path):
+    _hostdev()
+    t = st.arange(30, dtype=st.float32).to("hostdev:0").reshape(5, 6)[1:, 2::3]
+    capsule = t.__dlpack__(max_version=(1, 1))
+    m = DLManagedTensorVersioned.from_address(_PyCapsule_GetPointer(capsule, b"dltensor_versioned"))
+    ref_offset = 8 * 4  # element 8 of the allocation
+    assert m.dl_tensor.byte_offset == ref_offset  # an opaque handle: the offset travels beside it
+    assert m.dl_tensor.device.device_type == t.__dlpack_device__()[0]
+    u = import_capsule(path, capsule)
+    assert str(u.device) == str(t.device) and u.shape == t.shape and u.stride() == t.stride()
+    np.testing.assert_array_equal(u.cpu().numpy(), np.arange(30, dtype=np.float32).reshape(5, 6)[1:, 2::3])
+    u2 = st.from_dlpack(t)  # a producer object: slimtensor passes its own current stream
+    np.testing.assert_array_equal(u2.cpu().numpy(), u.cpu().numpy())
+
+
+def test_device_stream_rules():
+    _hostdev()
+    t = st.zeros(4, device="hostdev:0")
+    with raises_named(ValueError, "__dlpack__()", "stream=0"):
+        t.__dlpack__(max_version=(1, 1), stream=0)
+    with raises_named(ValueError, "__dlpack__()", "stream must be"):
+        t.__dlpack__(max_version=(1, 1), stream=-5)
+    for stream in (None, -1, 1, 2):
+        st.from_dlpack(t.__dlpack__(max_version=(1, 1), stream=stream))

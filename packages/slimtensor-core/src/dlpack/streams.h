@@ -11,6 +11,10 @@
 //     stream; any other value -> that stream (a cudaStream_t the consumer owns).
 //   - any other device (kDLMetal, plugins that declare no DLPack stream): stream must be None, and the
 //     export waits until the device's current stream has finished its queued work.
+// Whether a device has DLPack streams is the plugin's to say (stream_to_dlpack/stream_from_dlpack of ABI
+// 1.1). The consumer's stream becomes a stream of the device through the plugin, and waits for the
+// producer's current stream (slimtensor::streams::order_after: an event, or a synchronize without events).
+// On import slimtensor is the consumer: it passes its current stream's DLPack value (consumer_stream).
 #pragma once
 
 #include <cstdint>
@@ -24,5 +28,8 @@ namespace slimtensor::dlpack {
 // `has_stream` false means stream=None. Throws Error(Value) naming `function` for a value the rules
 // above refuse, and Error(Runtime) when the plugin fails.
 SLIMTENSOR_API void order_export(Device device, bool has_stream, int64_t stream, const char* function);
+// The DLPack value of the current stream of `device` for a producer's __dlpack__(stream=...); false when
+// the device has no DLPack streams (the CPU, kDLMetal): then no stream is passed.
+SLIMTENSOR_API bool consumer_stream(Device device, int64_t* value);
 
 }  // namespace slimtensor::dlpack

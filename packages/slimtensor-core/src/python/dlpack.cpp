@@ -33,6 +33,7 @@
 #include "slimtensor/base/error.h"
 #include "slimtensor/copy/clone.h"
 #include "slimtensor/copy/copy.h"
+#include "slimtensor/runtime/device_registry.h"
 
 namespace slimtensor::python {
 namespace {
@@ -250,6 +251,26 @@ Tensor from_capsule(PyObject* capsule, nb::handle producer) {
        "'");
 }
 
+// Note [DLPack streams] on import: a producer on a device with DLPack streams is given our current stream
+// of that device, so that it orders its work before ours. Asked only when such a device is registered.
+bool producer_stream(nb::handle obj, int64_t* value) {
+  bool any = false;
+  for (const DeviceEntry* e : registered_devices()) any |= e->table != nullptr;
+  if (!any || !PyObject_HasAttrString(obj.ptr(), "__dlpack_device__")) return false;
+  nb::object dev = nb::steal(PyObject_CallMethod(obj.ptr(), "__dlpack_device__", nullptr));
+  std::pair<int32_t, int32_t> code;
+  if (!dev.is_valid()) {
+    PyErr_Clear();  // __dlpack__ will say what is wrong, if anything
+    return false;
+  }
+  if (!nb::try_cast(dev, code) || code.first == dlpack::kDLCPU || code.first == dlpack::kDLCUDAHost) return false;
+  try {
+    return dlpack::consumer_stream(dlpack::from_dl_device({code.first, code.second}, "from_dlpack"), value);
+  } catch (const Error&) {
+    return false;  // a device no plugin declares: the import refuses it below, with the reason
+  }
+}
+
 bool has_dlpack_method(nb::handle obj) { return PyObject_HasAttrString(obj.ptr(), "__dlpack__") == 1; }
 
 Tensor from_dlpack(nb::handle obj) {
@@ -258,8 +279,17 @@ Tensor from_dlpack(nb::handle obj) {
   static PyObject* method_name = PyUnicode_InternFromString("__dlpack__");
   static PyObject* kwnames = Py_BuildValue("(s)", "max_version");
   static PyObject* version = Py_BuildValue("(ii)", 1, 1);
-  PyObject* args[2] = {obj.ptr(), version};
-  PyObject* capsule = PyObject_VectorcallMethod(method_name, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+  static PyObject* stream_kwnames = Py_BuildValue("(ss)", "max_version", "stream");
+  int64_t stream = 0;
+  PyObject* capsule;
+  if (producer_stream(obj, &stream)) {
+    nb::object value = nb::int_(stream);
+    PyObject* args[3] = {obj.ptr(), version, value.ptr()};
+    capsule = PyObject_VectorcallMethod(method_name, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, stream_kwnames);
+  } else {
+    PyObject* args[2] = {obj.ptr(), version};
+    capsule = PyObject_VectorcallMethod(method_name, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+  }
   if (!capsule) {
     if (PyErr_ExceptionMatches(PyExc_AttributeError) && !has_dlpack_method(obj)) {
       PyErr_Clear();

@@ -86,6 +86,13 @@ class Complex128(ctypes.Structure):
     _fields_ = [("real", ctypes.c_double), ("imag", ctypes.c_double)]
 
 
+class MemoryRef(ctypes.Structure):
+    """struct st_memory_ref of slimtensor/c/device_plugin.h."""
+
+    _fields_ = [("handle", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64), ("device_index", ctypes.c_int32),
+                ("reserved", ctypes.c_int32)]
+
+
 _SCALARS: dict[str, Any] = {
     "int8_t": ctypes.c_int8,
     "int16_t": ctypes.c_int16,
@@ -107,6 +114,7 @@ _SCALARS: dict[str, Any] = {
     "slimtensor_complex64": Complex64,
     "slimtensor_complex128": Complex128,
     "AOTITorchError": ctypes.c_int32,
+    "st_memory_ref": MemoryRef,
 }
 # Opaque handles and function pointers: passed as addresses.
 _OPAQUE = {"AtenTensorHandle", "slimtensor_model_release_fn", "AOTInductorStreamHandle", "AOTIProxyExecutorHandle"}
