@@ -116,7 +116,8 @@ if READY:
 #
 # Tracing a second run shows the model's working set: intermediate buffers it allocates through
 # `aoti_torch_empty_strided`, the AOTI handles it creates and deletes, and which storages are still
-# alive when it returns (the outputs, each still held by its handle until the output tensor goes).
+# alive when it returns (the outputs: each output's handle is taken back into a plain tensor, so no handle
+# outlives the run).
 
 # %%
 if READY:
@@ -126,10 +127,10 @@ if READY:
     kinds = tr.kinds()
     created, deleted = kinds.count("handle_create"), kinds.count("handle_delete")
     print("handles created / deleted:", created, "/", deleted)
-    # The model deletes every handle it made for intermediates; each output's handle belongs to the output
-    # tensor and is deleted with it, after the trace.
+    # The model deletes every handle it made for intermediates; slimtensor takes each output's handle back
+    # into its tensor (the handle is deleted, the storage lives on in the tensor).
     n_outputs = len(outputs) if isinstance(outputs, (list, tuple)) else 1
-    print("handles still held by the outputs:", created - deleted, "of", n_outputs, "outputs")
+    print("handles left after the run:", created - deleted, "with", n_outputs, "outputs alive")
 
 # %%
 if READY:

@@ -200,12 +200,12 @@ class Tensor:
 
     def __setitem__(self, key: object | None, value: object | None) -> None: ...
 
-    def __dlpack__(self, *, stream: object | None = None, max_version: object | None = None, dl_device: object | None = None, copy: object | None = None) -> object:
+    def __dlpack__(self, *, stream: int | None = None, max_version: tuple[int, int] | None = None, dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> object:
         """
-        Exports a DLPack capsule (versioned when max_version >= (1, 0)). The tensor stays alive while the capsule or its consumer holds it.
+        Exports a DLPack capsule (versioned when max_version >= (1, 0)). The tensor stays alive while the capsule or its consumer holds it. stream follows the DLPack rules for the tensor's device.
         """
 
-    def __dlpack_device__(self) -> tuple: ...
+    def __dlpack_device__(self) -> tuple[int, int]: ...
 
     def numpy(self) -> "_np.ndarray": ...
     def __array__(self, dtype: object = None, copy: bool | None = None) -> "_np.ndarray": ...
@@ -223,7 +223,7 @@ class Tensor:
 
 def from_dlpack(obj: object) -> Tensor:
     """
-    A tensor sharing the memory of any DLPack producer (an object with __dlpack__, or a capsule).
+    A tensor sharing the memory of any DLPack producer (an object with __dlpack__, or a capsule), or of a buffer-protocol object (bytes, bytearray, memoryview). Legacy (unversioned) capsules import read-only unless the producer is known to be writable (slimtensor, numpy, torch).
     """
 
 def empty(*size, dtype: object | None = None, device: object | None = None) -> Tensor:
