@@ -108,8 +108,11 @@ format: $(TEST_VENV)/.stamp
 
 # OPENBLAS_CORETYPE (set on some machines for old OpenBLAS builds) slows numpy's and torch's copies:
 # unset for the benchmark run only.
+# The AOTI model cases time the models the AOTI tests compiled (the newest folder of .cache/aoti-models/).
+AOTI_MODELS = $(dir $(firstword $(shell ls -t .cache/aoti-models/*/pointwise.pt2 2>/dev/null)))
 bench: build-test
-	env -u OPENBLAS_CORETYPE $(TEST_VENV)/bin/python -m slimtensor.bench --out benchmarks/results/latest.json
+	env -u OPENBLAS_CORETYPE $(if $(AOTI_MODELS),SLIMTENSOR_BENCH_AOTI_MODELS=$(AOTI_MODELS)) \
+	  $(TEST_VENV)/bin/python -m slimtensor.bench --out benchmarks/results/latest.json
 
 wheel: $(TEST_VENV)/.stamp
 	$(TEST_VENV)/bin/python -m pip wheel $(PIP_FLAGS) --no-build-isolation --no-deps -w dist $(CORE)

@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-from ctypes import POINTER, c_bool, c_int32, c_int64, c_uint32, c_uint64, c_void_p
 
 import pytest
 
@@ -187,69 +186,9 @@ def build_cpp(source: str, out_dir) -> str:
     return exe
 
 
-H = c_void_p
-P64 = POINTER(c_int64)
-# ctypes prototypes of the shims the C-level tests call beyond those slimtensor.aoti._lib declares
-# (restype first, then the argument types), from include/slimtensor/c/shim.h.
-SHIM_PROTOTYPES = {
-    "aoti_torch_empty_strided": (c_int32, c_int64, P64, P64, c_int32, c_int32, c_int32, POINTER(H)),
-    "aoti_torch_empty_strided_pinned": (
-        c_int32,
-        c_int64,
-        P64,
-        P64,
-        c_int32,
-        c_int32,
-        c_int32,
-        POINTER(H),
-    ),
-    "aoti_torch_create_tensor_from_blob": (
-        c_int32,
-        c_void_p,
-        c_int64,
-        P64,
-        P64,
-        c_int64,
-        c_int32,
-        c_int32,
-        c_int32,
-        POINTER(H),
-    ),
-    "aoti_torch__reinterpret_tensor": (c_int32, H, c_int64, P64, P64, c_int64, POINTER(H)),
-    "aoti_torch_as_strided": (c_int32, H, P64, P64, POINTER(H)),
-    "aoti_torch__alloc_from_pool": (c_int32, H, c_int64, c_int32, c_int64, P64, P64, POINTER(H)),
-    "aoti_torch_new_tensor_handle": (c_int32, H, POINTER(H)),
-    "aoti_torch_new_uninitialized_tensor": (c_int32, POINTER(H)),
-    "aoti_torch_assign_tensors": (c_int32, H, H),
-    "aoti_torch_assign_tensors_out": (c_int32, H, POINTER(H)),
-    "aoti_torch_clone": (c_int32, H, POINTER(H)),
-    "aoti_torch_clone_preserve_strides": (c_int32, H, POINTER(H)),
-    "aoti_torch_copy_": (c_int32, H, H, c_int32),
-    "aoti_torch_tensor_copy_": (c_int32, H, H),
-    "aoti_torch_zero_": (c_int32, H),
-    "aoti_torch_get_numel": (c_int32, H, P64),
-    "aoti_torch_get_storage_size": (c_int32, H, P64),
-    "aoti_torch_get_storage_numel": (c_int32, H, P64),
-    "aoti_torch_get_size": (c_int32, H, c_int64, P64),
-    "aoti_torch_get_stride": (c_int32, H, c_int64, P64),
-    "aoti_torch_get_device_index": (c_int32, H, POINTER(c_int32)),
-    "aoti_torch_get_layout": (c_int32, H, POINTER(c_int32)),
-    "aoti_torch_is_contiguous": (c_int32, H, POINTER(c_bool)),
-    "aoti_torch_is_defined": (c_int32, H, POINTER(c_bool)),
-    "aoti_torch_dtype_element_size": (ctypes.c_size_t, c_int32),
-    "aoti_torch_abi_version": (c_uint64,),
-    "aoti_torch_grad_mode_is_enabled": (c_bool,),
-    "aoti_torch_grad_mode_set_enabled": (None, c_bool),
-    "aoti_torch_warn": (None, ctypes.c_char_p, ctypes.c_char_p, c_uint32, ctypes.c_char_p),
-}
-
-
 def shim_lib() -> ctypes.CDLL:
-    """libslimtensor through ctypes, with SHIM_PROTOTYPES declared."""
+    """libslimtensor through ctypes, every function of its C headers declared from the headers themselves
+    (Note [One source for the C prototypes] in slimtensor/aoti/_cdecl.py)."""
     from slimtensor.aoti import _lib
 
-    lib = _lib.lib()
-    for name, (res, *args) in SHIM_PROTOTYPES.items():
-        f = getattr(lib, name)
-        f.restype, f.argtypes = res, args
-    return lib
+    return _lib.lib()

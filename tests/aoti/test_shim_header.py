@@ -7,6 +7,7 @@ import os
 import re
 
 import pytest
+from slimtensor.aoti import _cdecl
 
 from ._helpers import ROOT, needs_torch
 
@@ -23,22 +24,11 @@ EQUIVALENT = {
 
 
 def _decls(text: str, export: str) -> dict[str, tuple[str, tuple[str, ...]]]:
-    text = re.sub(r"//[^\n]*", "", text)
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    out = {}
-    for m in re.finditer(export + r"\s+([\w:\s\*]+?)\s*\b(aoti_torch_\w+)\s*\(([^;{]*?)\)\s*;", text, re.S):
-        ret, name, params = m.group(1), m.group(2), m.group(3)
-        types = []
-        params = params.strip()
-        if params and params != "void":
-            for p in params.split(","):
-                p = " ".join(p.split())
-                m2 = re.match(r"^(.*?)(\w+)$", p)
-                p = m2.group(1) if m2 and m2.group(1).strip() else p  # drop the parameter's name
-                p = re.sub(r"\s*\*\s*", "*", p).strip()
-                types.append(EQUIVALENT.get(p, p))
-        out[name] = (" ".join(ret.split()), tuple(types))
-    return out
+    """name -> (return type, parameter types) of the aoti_torch_* functions, through the one parser."""
+    return {
+        n: (p.restype, tuple(EQUIVALENT.get(t, t) for t in p.types))
+        for n, p in _cdecl.parse(text, export, prefix="aoti_torch_").items()
+    }
 
 
 def _torch_include():
@@ -110,3 +100,47 @@ def test_every_tensor_shim_of_torch_is_declared_and_exported():
     assert sorted(wanted - ours) == []
     exported = _elf.defined_symbols(_lib.library_path())
     assert sorted(n for n in ours if n not in exported) == []
+
+
+def test_parser_reads_the_declaration_forms_the_headers_use():
+    text = """
+    /* a comment with SLIMTENSOR_C_API int32_t not_this(void); inside */
+    #define SLIMTENSOR_C_API __attribute__((visibility("default")))
+    SLIMTENSOR_C_API int32_t aoti_torch_a(void);
+    SLIMTENSOR_C_API AOTITorchError aoti_torch_b(AtenTensorHandle self, const int64_t *sizes_ptr,
+                                                 int64_t ** ret, bool* flag);  // trailing
+    SLIMTENSOR_C_API void slimtensor_c(const char* msg, slimtensor_complex64 value, double);
+    """
+    p = _cdecl.parse(text)
+    assert sorted(p) == ["aoti_torch_a", "aoti_torch_b", "slimtensor_c"]
+    assert p["aoti_torch_a"].params == ()
+    b = p["aoti_torch_b"]
+    assert b.restype == "AOTITorchError"
+    assert b.types == ("AtenTensorHandle", "const int64_t*", "int64_t**", "bool*")
+    assert [q.name for q in b.params] == ["self", "sizes_ptr", "ret", "flag"]
+    assert p["slimtensor_c"].types == ("const char*", "slimtensor_complex64", "double")
+    assert p["slimtensor_c"].params[2].name == ""
+    assert _cdecl.ctype("const int64_t*")._type_ is __import__("ctypes").c_int64
+    with pytest.raises(_cdecl.UnknownType):
+        _cdecl.ctype("struct mystery*")
+
+
+def test_every_shipped_declaration_is_bound_from_the_header():
+    """The headers are the one source of the prototypes (no hand-kept copy can drift): each function they
+    declare maps to ctypes types and is exported, and _lib binds exactly those types."""
+    from slimtensor.aoti import _elf, _lib
+
+    protos = _lib.prototypes()
+    assert {"aoti_torch_empty_strided", "aoti_torch_cpu_addmm_out", "slimtensor_aoti_handle_from_dlpack",
+            "slimtensor_aoti_owner_adopt_output", "slimtensor_last_error"} <= set(protos)
+    exported = _elf.defined_symbols(_lib.library_path())
+    assert sorted(n for n in protos if n not in exported) == []
+    lib = _lib.lib()
+    for name, p in protos.items():
+        f = getattr(lib, name)
+        assert f.restype == _cdecl.ctype(p.restype), name
+        assert list(f.argtypes) == [_cdecl.ctype(t) for t in p.types], name
+    # what the shipped headers are: the source tree's (an installed copy of them)
+    for h in _lib.HEADERS:
+        with open(os.path.join(INCLUDE, h)) as src, open(os.path.join(_lib.header_dir(), h)) as shipped:
+            assert src.read() == shipped.read(), f"{h}: the installed header differs from the source (rebuild)"

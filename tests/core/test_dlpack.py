@@ -1,11 +1,16 @@
 """DLPack both ways: versioned (1.x) and legacy capsules, max_version, dl_device, copy, read-only flag,
 byte_offset, size-0 tensors, null strides, consumed capsules, refusals (device, dtype, absurd shapes), and the
-producer's deleter being called exactly once. Hand-made capsules come from ctypes."""
+producer's deleter being called exactly once. Hand-made capsules come from ctypes.
+
+Every import case runs through both envelopes of the one codec (src/dlpack/codec.h): the Python binding
+(st.from_dlpack) and the C bridge for AOTI hosts (slimtensor_aoti_handle_from_dlpack(_versioned), then the
+handle taken back as a tensor); export cases compare Tensor.__dlpack__ with slimtensor_aoti_handle_to_dlpack."""
 
 from __future__ import annotations
 
 import ctypes
 import gc
+import re
 
 import ml_dtypes
 import numpy as np
@@ -116,6 +121,35 @@ class HandMade:
         return _PyCapsule_GetName(self.capsule).decode()
 
 
+# --- the two envelopes of the codec ----------------------------------------------------------------------
+PATHS = ["python", "aoti"]
+
+
+def import_capsule(path, capsule):
+    """A tensor from a capsule, through st.from_dlpack or through the C bridge an AOTI host uses."""
+    if path == "python":
+        return st.from_dlpack(capsule)
+    from slimtensor.aoti import _lib
+
+    return st._C._aoti_steal_handle(_lib.handle_from_capsule(capsule))
+
+
+def bridge_export(t, versioned):
+    """(managed struct, delete) of t exported through slimtensor_aoti_handle_to_dlpack(_versioned)."""
+    from slimtensor.aoti import _lib
+
+    lib = _lib.lib()
+    h = st._C._aoti_new_handle(t)
+    export = lib.slimtensor_aoti_handle_to_dlpack_versioned if versioned else lib.slimtensor_aoti_handle_to_dlpack
+    ptr = export(h)
+    if not ptr:  # the handle is still ours
+        lib.aoti_torch_delete_tensor_object(h)
+        raise RuntimeError(_lib.last_error())
+    if versioned:
+        return DLManagedTensorVersioned.from_address(ptr), lambda: lib.slimtensor_aoti_dlpack_versioned_delete(ptr)
+    return DLManagedTensor.from_address(ptr), lambda: lib.slimtensor_aoti_dlpack_delete(ptr)
+
+
 # --- export and round trips ------------------------------------------------------------------------------
 
 
@@ -142,10 +176,11 @@ def test_capsule_kinds():
     ],
     ids=["c", "t", "slice", "empty", "0d", "expand", "offset"],
 )
-def test_round_trip_shares_memory(make, max_version):
+@pytest.mark.parametrize("path", PATHS)
+def test_round_trip_shares_memory(make, max_version, path):
     t = make()
     capsule = t.__dlpack__() if max_version is None else t.__dlpack__(max_version=max_version)
-    u = st.from_dlpack(capsule)
+    u = import_capsule(path, capsule)
     assert u.shape == t.shape and u.dtype is t.dtype
     if t.numel():
         assert u.data_ptr() == t.data_ptr()
@@ -295,11 +330,21 @@ def test_copied_flag_is_set():
     assert m2.dl_tensor.data == t.data_ptr() and m2.dl_tensor.ndim == 1 and m2.dl_tensor.shape[0] == 4
 
 
-def test_exported_capsule_describes_the_view():
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("versioned", [False, True])
+def test_exported_capsule_describes_the_view(path, versioned):
     t = st.arange(30, dtype=st.int16).reshape(5, 6)[1:, 2::3]
-    capsule = t.__dlpack__()
-    m = DLManagedTensor.from_address(_PyCapsule_GetPointer(capsule, b"dltensor"))
+    delete = None
+    if path == "python":
+        capsule = t.__dlpack__(max_version=(1, 1)) if versioned else t.__dlpack__()
+        cls, name = (DLManagedTensorVersioned, b"dltensor_versioned") if versioned else (DLManagedTensor, b"dltensor")
+        m = cls.from_address(_PyCapsule_GetPointer(capsule, name))
+    else:
+        m, delete = bridge_export(t, versioned)
+    if versioned:
+        assert (m.version.major, m.version.minor) == (1, 1) and m.flags == 0
     dl = m.dl_tensor
+    assert dl.byte_offset == 0 and dl.data == t.data_ptr()  # CPU: the address of element 0 (as torch expects)
     assert (dl.device.device_type, dl.device.device_id) == (1, 0)
     assert (dl.dtype.code, dl.dtype.bits, dl.dtype.lanes) == (0, 16, 1)
     assert (
@@ -308,16 +353,40 @@ def test_exported_capsule_describes_the_view():
         and [dl.strides[i] for i in range(2)] == [6, 3]
     )
     assert dl.data + dl.byte_offset == t.data_ptr()
+    if delete is not None:
+        delete()
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_export_refuses_what_dlpack_cannot_say(path):
+    c32 = st.zeros(3, dtype=st.complex32)
+    ro_array = np.zeros(3, np.float32)
+    ro_array.flags.writeable = False
+    ro = st.from_numpy(ro_array)
+    if path == "python":
+        with raises_named(BufferError, "__dlpack__()", "complex32", "DLPack"):
+            c32.__dlpack__(max_version=(1, 1))
+        with raises_named(BufferError, "__dlpack__()", "read-only"):
+            ro.__dlpack__()
+        return
+    with pytest.raises(RuntimeError, match="complex32 has no DLPack type code"):
+        bridge_export(c32, True)
+    with pytest.raises(RuntimeError, match="read-only"):
+        bridge_export(ro, False)
+    m, delete = bridge_export(ro, True)
+    assert m.flags & FLAG_READ_ONLY
+    delete()
 
 
 # --- hand-made capsules ----------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("versioned", [False, True])
-def test_byte_offset_is_honoured(versioned):
+def test_byte_offset_is_honoured(versioned, path):
     a = np.arange(16, dtype=np.float32)
     h = HandMade(a, (2, 3), (4, 1), byte_offset=8, versioned=versioned)
-    t = st.from_dlpack(h.capsule)
+    t = import_capsule(path, h.capsule)
     assert t.data_ptr() == a.ctypes.data + 8
     assert t.tolist() == [[2, 3, 4], [6, 7, 8]]
     assert h.capsule_name() == ("used_dltensor_versioned" if versioned else "used_dltensor")
@@ -331,11 +400,12 @@ def test_byte_offset_is_honoured(versioned):
     assert h.calls == 1
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("versioned", [False, True])
-def test_null_strides_mean_contiguous(versioned):
+def test_null_strides_mean_contiguous(versioned, path):
     a = np.arange(24, dtype=np.int64)
     h = HandMade(a, (2, 3, 4), None, dtype=(0, 64, 1), versioned=versioned)
-    t = st.from_dlpack(h.capsule)
+    t = import_capsule(path, h.capsule)
     assert t.stride() == (12, 4, 1) and t.is_contiguous()
     np.testing.assert_array_equal(t.numpy(), a.reshape(2, 3, 4))
     del t
@@ -343,29 +413,32 @@ def test_null_strides_mean_contiguous(versioned):
     assert h.calls == 1
 
 
-def test_size_zero_with_null_data():
+@pytest.mark.parametrize("path", PATHS)
+def test_size_zero_with_null_data(path):
     h = HandMade(None, (0, 5), None, data=None)
-    t = st.from_dlpack(h.capsule)
+    t = import_capsule(path, h.capsule)
     assert t.shape == (0, 5) and t.numel() == 0
     del t
     gc.collect(0)
     assert h.calls == 1
 
 
-def test_0d_capsule():
+@pytest.mark.parametrize("path", PATHS)
+def test_0d_capsule(path):
     a = np.array([3.5], np.float64)
     h = HandMade(a, (), None, dtype=(2, 64, 1), versioned=True)
-    t = st.from_dlpack(h.capsule)
+    t = import_capsule(path, h.capsule)
     assert t.shape == () and t.item() == 3.5
     del t
     gc.collect(0)
     assert h.calls == 1
 
 
-def test_versioned_read_only_flag_import():
+@pytest.mark.parametrize("path", PATHS)
+def test_versioned_read_only_flag_import(path):
     a = np.arange(4, dtype=np.float32)
     h = HandMade(a, (4,), versioned=True, flags=FLAG_READ_ONLY)
-    t = st.from_dlpack(h.capsule)
+    t = import_capsule(path, h.capsule)
     assert t.is_read_only
     with pytest.raises(RuntimeError):
         t.fill_(1.0)
@@ -387,35 +460,50 @@ def test_versioned_read_only_flag_import():
         ((12, 8, 1), "float8_e5m2"),
     ],
 )
-def test_dtype_codes(dtype, name):
+@pytest.mark.parametrize("path", PATHS)
+def test_dtype_codes(dtype, name, path):
     a = np.zeros(16, np.uint8)
     h = HandMade(a, (2,), None, dtype=dtype)
-    t = st.from_dlpack(h.capsule)
+    t = import_capsule(path, h.capsule)
     assert t.dtype is getattr(st, name)
     del t
     gc.collect(0)
     assert h.calls == 1
 
 
-def _refused(h, exc, *words):
-    with raises_named(exc, "from_dlpack()", *words):
-        st.from_dlpack(h.capsule)
+def _refused(h, exc, *words, path="python"):
+    if path == "python":
+        with raises_named(exc, "from_dlpack()", *words):
+            st.from_dlpack(h.capsule)
+        gc.collect(0)
+        assert h.calls == 0, "a refused capsule still belongs to its producer: no deleter call"
+        assert h.capsule_name() in ("dltensor", "dltensor_versioned"), "a refused capsule must not be marked used"
+        return
+    # The C bridge always takes the managed tensor: on a refusal it has called the deleter, once.
+    from slimtensor.aoti import _lib
+
+    with pytest.raises(_lib.BridgeError) as info:
+        import_capsule(path, h.capsule)
+    message = str(info.value)
+    assert message.startswith("slimtensor_aoti_handle_from_dlpack"), message
+    assert all(w.lower() in message.lower() for w in words), (words, message)
     gc.collect(0)
-    assert h.calls == 0, "a refused capsule still belongs to its producer: no deleter call"
-    assert h.capsule_name() in ("dltensor", "dltensor_versioned"), "a refused capsule must not be marked used"
+    assert h.calls == 1
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("dtype", [(2, 32, 4), (2, 8, 1), (3, 64, 1), (99, 32, 1), (0, 7, 1), (2, 128, 1)])
-def test_unsupported_dtype_refused(dtype):
-    _refused(HandMade(np.zeros(64, np.uint8), (2,), dtype=dtype), TypeError, "dtype")
+def test_unsupported_dtype_refused(dtype, path):
+    _refused(HandMade(np.zeros(64, np.uint8), (2,), dtype=dtype), TypeError, "dtype", path=path)
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("device", [(2, 0), (999, 0), (4, 0)])
-def test_unsupported_device_refused(device):
+def test_unsupported_device_refused(device, path):
     registered = {d.name for d in st.devices() if d.available}
     if device[0] == 2 and "cuda" in registered:
         pytest.skip("a CUDA plugin is registered")
-    _refused(HandMade(np.zeros(8, np.float32), (2,), device=device), BufferError, "device")
+    _refused(HandMade(np.zeros(8, np.float32), (2,), device=device), BufferError, "device", path=path)
 
 
 @pytest.mark.parametrize(
@@ -441,19 +529,23 @@ def test_unsupported_device_refused(device):
         "ndim>64",
     ],
 )
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("versioned", [False, True])
-def test_absurd_shapes_refused(shape, strides, ndim, versioned):
+def test_absurd_shapes_refused(shape, strides, ndim, versioned, path):
     shp = shape if ndim is None or ndim < 0 else shape * ndim
     h = HandMade(np.zeros(64, np.float32), shp, strides, versioned=versioned, ndim=ndim)
-    _refused(h, ValueError)
+    _refused(h, ValueError, path=path)
 
 
-def test_null_data_with_elements_refused():
-    _refused(HandMade(None, (3,), data=None), ValueError, "null")
+@pytest.mark.parametrize("path", PATHS)
+def test_null_data_with_elements_refused(path):
+    _refused(HandMade(None, (3,), data=None), ValueError, "null", path=path)
 
 
-def test_unknown_major_version_refused():
-    _refused(HandMade(np.zeros(4, np.float32), (2,), versioned=True, version=(2, 0)), BufferError, "version")
+@pytest.mark.parametrize("path", PATHS)
+def test_unknown_major_version_refused(path):
+    _refused(HandMade(np.zeros(4, np.float32), (2,), versioned=True, version=(2, 0)), BufferError, "version",
+             path=path)
 
 
 def test_consumed_capsule_refused():
@@ -551,22 +643,176 @@ def test_null_shape_pointer_refused():
     assert proc.stdout.split("\n")[:2] == ["refused True 0 dltensor", "refused True 0 dltensor_versioned"]
 
 
-def test_0d_capsule_with_null_shape():
+@pytest.mark.parametrize("path", PATHS)
+def test_0d_capsule_with_null_shape(path):
     a = np.array([2.5], np.float32)
     h = HandMade(a, (), None)
     h.managed.dl_tensor.shape = None
-    t = st.from_dlpack(h.capsule)
+    t = import_capsule(path, h.capsule)
     assert t.shape == () and t.item() == 2.5
     del t
     gc.collect(0)
     assert h.calls == 1
 
 
-def test_cuda_host_memory_imports_as_cpu():
+@pytest.mark.parametrize("path", PATHS)
+def test_cuda_host_memory_imports_as_cpu(path):
     a = np.arange(4, dtype=np.float32)
     h = HandMade(a, (4,), device=(3, 0))  # kDLCUDAHost: pinned host memory the CPU can read
-    t = st.from_dlpack(h.capsule)
+    t = import_capsule(path, h.capsule)
     assert t.device == st.Device("cpu") and t.tolist() == [0, 1, 2, 3]
     del t
     gc.collect(0)
     assert h.calls == 1
+
+
+# --- interop regressions (issues 13 and 14) ----------------------------------------------------------------
+
+
+class LegacyOnly:
+    """A producer that only makes legacy capsules (as jax does), over a numpy array's memory."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, stream=None):
+        return np.asarray(self.array).__dlpack__()
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def test_legacy_capsule_of_an_unknown_producer_imports_read_only():
+    # got: writable, and a write changed an immutable (jax) array
+    a = np.arange(4, dtype=np.float32)
+    t = st.from_dlpack(LegacyOnly(a))
+    assert t.is_read_only and t.tolist() == [0, 1, 2, 3]
+    with pytest.raises(RuntimeError, match="read-only"):
+        t.fill_(7)
+    assert a.tolist() == [0, 1, 2, 3]
+    assert st.from_dlpack(a.__dlpack__()).is_read_only  # a bare legacy capsule: producer unknown
+
+
+class LegacyArray(np.ndarray):
+    """A numpy array (subclass) that exports legacy capsules only (of its writable base's memory, so that
+    numpy itself does not refuse when this view is read-only)."""
+
+    def __dlpack__(self, stream=None):
+        return np.asarray(self.base).__dlpack__()
+
+
+def test_legacy_capsule_of_a_known_writable_producer_imports_writable():
+    a = np.arange(4, dtype=np.float32).view(LegacyArray)
+    t = st.from_dlpack(a)
+    assert not t.is_read_only
+    t.fill_(2)
+    assert np.asarray(a).tolist() == [2, 2, 2, 2]
+    a.flags.writeable = False
+    assert st.from_dlpack(a).is_read_only  # numpy's writeable flag decides
+    own = st.arange(3)
+    assert not st.from_dlpack(own.__dlpack__()).is_read_only  # slimtensor's own legacy capsule
+
+
+@pytest.mark.needs_torch
+def test_legacy_capsule_of_torch_imports_writable(torch):
+    class LegacyTorch(torch.Tensor):
+        def __dlpack__(self, stream=None):
+            return torch.Tensor.__dlpack__(self.as_subclass(torch.Tensor))
+
+    tt = torch.arange(4, dtype=torch.float32).as_subclass(LegacyTorch)
+    t = st.from_dlpack(tt)
+    assert not t.is_read_only and t.data_ptr() == tt.data_ptr()
+
+
+def test_legacy_export_of_read_only_gives_a_fix_the_user_can_apply():
+    # got: "ask for max_version=(1, 0)", which a jax or torch user cannot change
+    a = np.arange(3.0)
+    a.flags.writeable = False
+    ro = st.from_numpy(a)
+    with raises_named(BufferError, "__dlpack__()", "read-only", re.escape("t.clone()"),
+                      re.escape("np.asarray(t)")) as info:
+        ro.__dlpack__()
+    assert "max_version" not in str(info.value)
+
+
+def test_from_dlpack_falls_back_to_the_buffer_protocol():
+    # got: TypeError for a bytearray
+    b = bytearray(b"\x01\x02\x03")
+    t = st.from_dlpack(b)
+    assert t.dtype is st.uint8 and t.tolist() == [1, 2, 3] and not t.is_read_only
+    t.fill_(9)
+    assert b == bytearray(b"\x09\x09\x09")
+    assert st.from_dlpack(b"ab").is_read_only
+    assert st.from_dlpack(memoryview(b"xyz")).tolist() == [120, 121, 122]
+    with raises_named(TypeError, "from_dlpack()", "buffer"):
+        st.from_dlpack(3.5)
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn"])
+def test_numpy_from_dlpack_of_a_dtype_numpy_lacks_says_what_works(name):
+    # got: numpy's "Unsupported dtype in DLTensor"
+    t = st.zeros(3, dtype=getattr(st, name))
+    with pytest.raises(BufferError) as info:
+        np.from_dlpack(t)
+    msg = str(info.value)
+    assert "t.numpy()" in msg and "np.asarray(t)" in msg and name in msg
+    assert np.asarray(t).dtype == np.dtype(getattr(ml_dtypes, name))
+    # other consumers still get the capsule
+    assert st.from_dlpack(t.__dlpack__(max_version=(1, 0))).dtype is t.dtype
+    assert "versioned" in repr(t.__dlpack__(max_version=(1, 0), dl_device=(1, 0)))
+
+
+@pytest.mark.needs_torch
+def test_torch_takes_bfloat16_over_dlpack(torch):
+    t = st.full((3,), 1.5, dtype=st.bfloat16)
+    tt = torch.from_dlpack(t)
+    assert tt.dtype == torch.bfloat16 and tt.tolist() == [1.5] * 3
+
+
+@pytest.mark.parametrize("result", [42, None, "capsule", object()])
+def test_dlpack_returning_a_non_capsule_names_the_producer(result):
+    # got: "expected a capsule named 'dltensor' or 'dltensor_versioned' but got ''"
+    class BrokenProducer:
+        def __dlpack__(self, **kw):
+            return result
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with raises_named(TypeError, "from_dlpack()", re.escape("BrokenProducer.__dlpack__() returned"), type(result).__name__,
+                      "not a DLPack capsule"):
+        st.from_dlpack(BrokenProducer())
+
+
+def test_an_attribute_error_inside_dlpack_is_not_mistaken_for_no_dlpack():
+    class Raises:
+        def __dlpack__(self, **kw):
+            raise AttributeError("inner bug")
+
+    with pytest.raises(AttributeError, match="inner bug"):
+        st.from_dlpack(Raises())
+
+
+# --- streams and arguments ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [0, 1, 2, -1, 12345])
+def test_cpu_export_takes_no_stream(stream):
+    # got: any stream was silently ignored
+    with raises_named(ValueError, "__dlpack__()", "stream must be None"):
+        st.arange(3).__dlpack__(stream=stream)
+    st.arange(3).__dlpack__(stream=None)
+
+
+def test_dlpack_arguments_are_keyword_only_and_checked():
+    t = st.arange(3)
+    with pytest.raises(TypeError, match="keyword"):
+        t.__dlpack__(None)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'strem'"):
+        t.__dlpack__(strem=None)
+    with raises_named(TypeError, "__dlpack__()", "max_version"):
+        t.__dlpack__(max_version="1.0")
+    with raises_named(TypeError, "__dlpack__()", "copy"):
+        t.__dlpack__(max_version=(1, 0), copy="yes")
+    with raises_named(BufferError, "__dlpack__()", "copy=False"):
+        t.__dlpack__(max_version=(1, 0), dl_device=(2, 0), copy=False)

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "aoti/handle.h"
+#include "layout/layout.h"
 #include "slimtensor/copy/copy.h"
 #include "slimtensor/copy/fill.h"
 #include "slimtensor/copy/clone.h"
@@ -62,8 +63,7 @@ AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHandle self, AtenTens
   return guarded(fn, [&] {
     const Tensor& t = tensor_arg(self, fn, "self");
     out_arg(ret, fn, "ret");
-    int64_t extent = storage_bytes_needed(IntList(t.sizes(), t.ndim()), IntList(t.strides(), t.ndim()), 0,
-                                          t.itemsize(), fn) / t.itemsize();
+    int64_t extent = span_bytes(t.sizes(), t.strides(), t.ndim(), t.itemsize()) / t.itemsize();
     int64_t one = 1;
     Tensor buffer = empty(IntList(&extent, 1), t.dtype(), t.device());
     if (extent > 0) copy_(buffer, as_strided(t, IntList(&extent, 1), IntList(&one, 1), t.storage_offset()));

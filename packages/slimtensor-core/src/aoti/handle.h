@@ -45,7 +45,6 @@ struct AtenTensorOpaque {
 namespace slimtensor::aoti {
 
 constexpr uint32_t kHandleMagic = 0x51AB7E45u;
-constexpr int64_t kMaxDims = 64;  // more dims than any model uses; bounds the stack arrays below
 
 // SLIMTENSOR_DEBUG_HANDLES, read once when the library loads (Note [Handle checks]).
 extern const bool g_debug_handles;

@@ -13,7 +13,7 @@
 
 #include <cstdint>
 
-#include "slimtensor/c/shim.h"
+#include "slimtensor/c/aoti_host.h"
 #include "slimtensor/tensor/storage.h"
 
 namespace slimtensor::aoti {
@@ -27,19 +27,4 @@ void owner_record(ModelOwner* owner, StorageImpl* storage);
 
 }  // namespace slimtensor::aoti
 
-extern "C" {
-typedef int32_t (*slimtensor_model_release_fn)(void* container);
-// A new owner with one reference; `release(container)` runs when the last reference goes.
-SLIMTENSOR_C_API void* slimtensor_aoti_owner_new(slimtensor_model_release_fn release, void* container);
-// Sets the container the owner deletes (once it exists).
-SLIMTENSOR_C_API void slimtensor_aoti_owner_set_container(void* owner, void* container);
-// Sets (or, with NULL, clears) the owner entered on this thread.
-SLIMTENSOR_C_API void slimtensor_aoti_owner_enter(void* owner);
-// Drops one reference (the host's, at close()).
-SLIMTENSOR_C_API void slimtensor_aoti_owner_release(void* owner);
-// If `output`'s storage is one of the owner's, re-makes it over an owner-pinning storage; returns 1 if
-// it did, 0 if the output does not alias the model's memory, -1 on error (slimtensor_last_error()).
-SLIMTENSOR_C_API int32_t slimtensor_aoti_owner_adopt_output(void* owner, AtenTensorHandle output);
-// References held on the owner now (1 for the open model + one per adopted output storage alive).
-SLIMTENSOR_C_API int64_t slimtensor_aoti_owner_refs(void* owner);
-}
+// The C functions of the owner are declared in slimtensor/c/aoti_host.h.

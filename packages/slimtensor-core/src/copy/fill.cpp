@@ -95,15 +95,16 @@ void fill_(const Tensor& dst, const Scalar& value) {
       type = ScalarType::Complex128;
     }
   }
-  const Tensor scalar = Tensor::make(Storage::adopt(StorageImpl::borrow(kCPUDevice, buffer, itemsize(type), nullptr,
-                                                                         nullptr, true, "scalar")),
-                                     IntList(), IntList(), 0, type, "fill_");
   const bool zero = is_zero(value);
   if (zero && !info(dst.dtype()).convertible) {
-    // Types without conversions (float8, float4) take the all-zero bit pattern, through a same-dtype copy.
+    // Types without conversions (float8, float4) take the all-zero bit pattern, through a same-dtype copy
+    // (so the scalar below must be made after this, in dst's dtype).
     std::memset(buffer, 0, sizeof buffer);
     type = dst.dtype();
   }
+  const Tensor scalar = Tensor::make(Storage::adopt(StorageImpl::borrow(kCPUDevice, buffer, itemsize(type), nullptr,
+                                                                         nullptr, true, "scalar")),
+                                     IntList(), IntList(), 0, type, "fill_");
   if (zero && dst.device().is_cpu() && dst.is_contiguous() && !dst.is_read_only()) {
     char* p = static_cast<char*>(dst.data_ptr());
     parallel_for(dst.nbytes(), 1 << 20, [p](int64_t b, int64_t e) { std::memset(p + b, 0, e - b); });

@@ -9,7 +9,6 @@
 namespace slimtensor::python {
 namespace {
 
-constexpr int64_t kMaxDims = 64;
 constexpr ScalarType kDefaultFloat = ScalarType::Float32;
 
 struct Shape {

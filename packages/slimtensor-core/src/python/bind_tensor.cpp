@@ -20,7 +20,6 @@
 namespace slimtensor::python {
 namespace {
 
-constexpr int64_t kMaxDims = 64;
 constexpr int64_t kReleaseGilBytes = 1 << 16;  // copies at least this large run without the GIL
 
 struct PyStorage {

@@ -110,6 +110,8 @@ int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) {
 
 void tensor_releasebuffer(PyObject*, Py_buffer* view) { delete static_cast<ExportedShape*>(view->internal); }
 
+}  // namespace
+
 Tensor from_buffer(nb::handle obj, nb::handle dtype_override) {
   auto* view = new Py_buffer;
   bool read_only = false;
@@ -142,8 +144,8 @@ Tensor from_buffer(nb::handle obj, nb::handle dtype_override) {
                                    "bfloat16/float8 arrays of ml_dtypes");
   }
   const int n = view->ndim;
-  if (n > 64) fail_with(PyExc_ValueError, "from_numpy(): at most 64 dims are supported but got " + std::to_string(n));
-  int64_t sizes[64], strides[64];
+  if (n > kMaxDims) fail_with(PyExc_ValueError, "from_numpy(): at most " + std::to_string(kMaxDims) + " dims are supported but got " + std::to_string(n));
+  int64_t sizes[kMaxDims], strides[kMaxDims];
   for (int d = 0; d < n; ++d) {
     sizes[d] = view->shape[d];
     const Py_ssize_t bytes = view->strides ? view->strides[d] : 0;
@@ -167,8 +169,6 @@ Tensor from_buffer(nb::handle obj, nb::handle dtype_override) {
   return from_blob(view->buf, IntList(sizes, n), IntList(strides, n), 0, dtype, kCPUDevice, release_python_buffer, view,
                    read_only, type_short_name(obj), "from_buffer");
 }
-
-}  // namespace
 
 PyType_Slot tensor_buffer_slots[] = {
     {Py_bf_getbuffer, reinterpret_cast<void*>(tensor_getbuffer)},

@@ -38,15 +38,22 @@ inline const char* type_short_name(nb::handle obj) {
   return dot ? dot + 1 : full;
 }
 
+// False once the interpreter is finalizing: deleters then leak what Python owns instead of touching it.
+bool python_alive();
 // Borrowed memory kept alive by a Python object: the deleter takes the GIL and survives shutdown.
 void release_python_owner(void* data, void* context);
 // Borrowed memory from a Py_buffer (heap-allocated, released with the GIL held).
 void release_python_buffer(void* data, void* context);
 
+// A tensor over the memory of a buffer-protocol exporter (numpy arrays, bytearray, memoryview, array.array),
+// without copying; `dtype_override` (None or a dtype) reinterprets items of the same size.
+Tensor from_buffer(nb::handle obj, nb::handle dtype_override);
+
 void bind_types(nb::module_& m);
 void bind_tensor(nb::module_& m);
 void bind_factories(nb::module_& m);
 void bind_dlpack(nb::module_& m, nb::class_<Tensor>& cls);
+void bind_aoti(nb::module_& m);
 void bind_indexing(nb::class_<Tensor>& cls);
 void bind_buffer(nb::module_& m);
 // The type slots that give Tensor the buffer protocol.

@@ -98,6 +98,7 @@ NB_MODULE(_C, m) {
   bind_tensor(m);
   bind_factories(m);
   bind_buffer(m);
+  bind_aoti(m);
 
   m.def("_memory_stats", [](nb::handle device) {
     const DeviceType type = device.is_none() ? kCPU : to_device(device, "memory_stats()").type;

@@ -2,7 +2,6 @@
 #include "common.h"
 
 namespace slimtensor::python {
-namespace {
 
 // At interpreter shutdown the objects may already be gone: then the reference is deliberately leaked,
 // which is harmless because the process is exiting, where touching Python would crash it.
@@ -13,8 +12,6 @@ bool python_alive() {
   return Py_IsInitialized() && !_Py_IsFinalizing();
 #endif
 }
-
-}  // namespace
 
 void release_python_owner(void*, void* context) {
   if (!context || !python_alive()) return;

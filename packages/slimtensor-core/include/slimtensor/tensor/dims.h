@@ -12,6 +12,10 @@
 
 namespace slimtensor {
 
+// The most dimensions a tensor may have (more than any model uses): bounds the stack arrays that parse
+// shapes at the API boundaries (Python, the AOTI shims, DLPack).
+constexpr int kMaxDims = 64;
+
 class Dims {
  public:
   static constexpr int kInlineDims = 6;

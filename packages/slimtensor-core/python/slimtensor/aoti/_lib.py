@@ -10,10 +10,13 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
-from ctypes import POINTER, c_char_p, c_int32, c_int64, c_uint8, c_void_p
+from ctypes import c_char_p, c_int32, c_void_p
+
+from . import _cdecl
 
 _LIB = None
 _PATH = None
+_PROTOTYPES: dict[str, _cdecl.Prototype] | None = None
 
 H = c_void_p  # AtenTensorHandle
 RELEASE_FN = ctypes.CFUNCTYPE(c_int32, c_void_p)
@@ -58,59 +61,43 @@ def library_path() -> str:
     )
 
 
-def _proto(lib, name, res, *args):
-    f = getattr(lib, name)
-    f.restype = res
-    f.argtypes = list(args)
+# Note [One source for the C prototypes] (_cdecl.py): the C headers shipped beside the library declare every
+# function this module calls.
+HEADERS = ("shim.h", "shim_cpu.h", "aoti_host.h")
+
+
+def header_dir() -> str:
+    """The folder of slimtensor's C headers (slimtensor/c/) belonging to library_path()."""
+    return os.path.join(os.path.dirname(os.path.dirname(library_path())), "include", "slimtensor", "c")
+
+
+def prototypes() -> dict[str, _cdecl.Prototype]:
+    """The C functions the shipped headers declare (aoti_torch_* and slimtensor_*), parsed once."""
+    global _PROTOTYPES
+    if _PROTOTYPES is None:
+        paths = [os.path.join(header_dir(), h) for h in HEADERS]
+        absent = [p for p in paths if not os.path.isfile(p)]
+        if absent:
+            raise RuntimeError(
+                f"slimtensor.aoti: the C headers {absent} are missing next to {library_path()}; they ship with "
+                "slimtensor-core (reinstall it), and with SLIMTENSOR_LIBRARY set they must lie in ../include/"
+            )
+        _PROTOTYPES = _cdecl.parse_files(paths)
+    return _PROTOTYPES
 
 
 def lib() -> ctypes.CDLL:
+    """libslimtensor through ctypes, every function of the headers declared (restype and argtypes)."""
     global _LIB
     if _LIB is not None:
         return _LIB
-    path = library_path()
-    lib_ = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
-    P64 = POINTER(c_int64)
-    _proto(lib_, "slimtensor_last_error", c_char_p)
-    _proto(lib_, "slimtensor_clear_last_error", None)
-    _proto(lib_, "slimtensor_aoti_live_handles", c_int64)
-    _proto(lib_, "slimtensor_aoti_debug_handles", c_int32)
-    _proto(lib_, "aoti_torch_delete_tensor_object", c_int32, H)
-    _proto(
-        lib_,
-        "aoti_torch_create_tensor_from_blob_v2",
-        c_int32,
-        c_void_p,
-        c_int64,
-        P64,
-        P64,
-        c_int64,
-        c_int32,
-        c_int32,
-        c_int32,
-        POINTER(H),
-        c_int32,
-        POINTER(c_uint8),
-        c_int64,
-    )
-    _proto(lib_, "aoti_torch_get_data_ptr", c_int32, H, POINTER(c_void_p))
-    _proto(lib_, "aoti_torch_get_sizes", c_int32, H, POINTER(P64))
-    _proto(lib_, "aoti_torch_get_strides", c_int32, H, POINTER(P64))
-    _proto(lib_, "aoti_torch_get_dim", c_int32, H, P64)
-    _proto(lib_, "aoti_torch_get_dtype", c_int32, H, POINTER(c_int32))
-    _proto(lib_, "aoti_torch_get_device_type", c_int32, H, POINTER(c_int32))
-    _proto(lib_, "aoti_torch_get_storage_offset", c_int32, H, P64)
-    _proto(lib_, "slimtensor_aoti_owner_new", c_void_p, c_void_p, c_void_p)
-    _proto(lib_, "slimtensor_aoti_owner_set_container", None, c_void_p, c_void_p)
-    _proto(lib_, "slimtensor_aoti_owner_enter", None, c_void_p)
-    _proto(lib_, "slimtensor_aoti_owner_release", None, c_void_p)
-    _proto(lib_, "slimtensor_aoti_owner_adopt_output", c_int32, c_void_p, H)
-    _proto(lib_, "slimtensor_aoti_owner_refs", c_int64, c_void_p)
-    _proto(lib_, "slimtensor_aoti_handle_from_dlpack", c_int32, c_void_p, POINTER(H))
-    _proto(lib_, "slimtensor_aoti_handle_to_dlpack", c_void_p, H)
-    _proto(lib_, "slimtensor_aoti_dlpack_delete", None, c_void_p)
-    _proto(lib_, "slimtensor_blas_set_num_threads", None, c_int32)
-    _proto(lib_, "slimtensor_blas_get_num_threads", c_int32)
+    lib_ = ctypes.CDLL(library_path(), mode=os.RTLD_LOCAL | os.RTLD_NOW)
+    missing = _cdecl.declare(lib_, prototypes())
+    if missing:
+        raise RuntimeError(
+            f"slimtensor.aoti: {library_path()} does not export {missing}, which its headers declare; the "
+            "library and the headers come from different builds (reinstall slimtensor-core)"
+        )
     _LIB = lib_
     return lib_
 
@@ -131,16 +118,29 @@ def _capi():
     return api
 
 
+_VERSIONED_NAME = b"dltensor_versioned"
+_USED_VERSIONED_NAME = b"used_dltensor_versioned"
+
+
+class BridgeError(RuntimeError):
+    """A call of the C DLPack bridge (slimtensor/c/aoti_host.h) failed; the message is its last error."""
+
+
 def handle_from_capsule(capsule) -> int:
-    """Consumes a legacy DLPack capsule ("dltensor"); returns a new AOTI handle over its memory."""
+    """Consumes a DLPack capsule (legacy or versioned) through the C bridge; returns a new AOTI handle over its
+    memory. The bridge owns the managed tensor from then on (on failure it has called its deleter)."""
     api = _capi()
-    if not api.PyCapsule_IsValid(capsule, _CAP_NAME):
-        raise ValueError("expected an unconsumed legacy DLPack capsule ('dltensor')")
-    managed = api.PyCapsule_GetPointer(capsule, _CAP_NAME)
-    api.PyCapsule_SetName(capsule, _USED_NAME)  # the handle (or, on failure, the deleter call) owns it now
+    if api.PyCapsule_IsValid(capsule, _VERSIONED_NAME):
+        name, used, take = _VERSIONED_NAME, _USED_VERSIONED_NAME, lib().slimtensor_aoti_handle_from_dlpack_versioned
+    elif api.PyCapsule_IsValid(capsule, _CAP_NAME):
+        name, used, take = _CAP_NAME, _USED_NAME, lib().slimtensor_aoti_handle_from_dlpack
+    else:
+        raise ValueError("expected an unconsumed DLPack capsule ('dltensor' or 'dltensor_versioned')")
+    managed = api.PyCapsule_GetPointer(capsule, name)
+    api.PyCapsule_SetName(capsule, used)  # the handle (or, on failure, the deleter call) owns it now
     h = H()
-    if lib().slimtensor_aoti_handle_from_dlpack(managed, ctypes.byref(h)) != 0:
-        raise ValueError(last_error())
+    if take(managed, ctypes.byref(h)) != 0:
+        raise BridgeError(last_error())
     return h.value
 
 
@@ -149,7 +149,7 @@ def capsule_from_handle(handle: int):
     consumer at once, and call dlpack_delete(managed) if the consumer refused it."""
     managed = lib().slimtensor_aoti_handle_to_dlpack(handle)
     if not managed:
-        raise ValueError(last_error())
+        raise BridgeError(last_error())
     return _capi().PyCapsule_New(managed, _CAP_NAME, None), managed
 
 

@@ -72,6 +72,7 @@ class AOTIModel:
                 "slimtensor's shims for now"
             )
         self.path, self.device = path, device
+        self._device_type = device.split(":")[0]
         files = _package.open_model_files(path, self._dir, model_name)
         _package.check_metadata(files, device)
         self._files = files
@@ -218,6 +219,8 @@ class AOTIModel:
             self._owner = None
             raise err
         self._container = container
+        self._container_address = container.value
+        self._run_address = ctypes.cast(self._run_fn, c_void_p).value
         lib.slimtensor_aoti_owner_set_container(self._owner, container)
         self._closed = False
         n = c_size_t()
@@ -296,58 +299,49 @@ class AOTIModel:
                     self._inflight -= 1
                     self._cv.notify_all()
 
+    def _enter_run(self):
+        with self._cv:
+            self._check_open()
+            self._inflight += 1
+
+    def _leave_run(self):
+        with self._cv:
+            self._inflight -= 1
+            self._cv.notify_all()
+
     def __call__(self, *inputs):
         """Runs the model on slimtensor tensors, numpy arrays or DLPack objects; returns slimtensor tensors.
 
-        Inputs are passed without copies when they are contiguous CPU tensors (else as a contiguous copy);
-        outputs share memory with the model's buffers (and with inputs or constants when it returns views).
+        Inputs are passed without copies when they are contiguous tensors on the model's device (else as a
+        contiguous copy); any other DLPack producer comes in through slimtensor.from_dlpack. Outputs share
+        memory with the model's buffers (and with inputs or constants when it returns views). The handles are
+        made and taken back by slimtensor._C (Note [AOTI calls from Python] in src/python/aoti_bridge.cpp).
         """
-        import slimtensor as st
-        from slimtensor import _C
-
         self._check_open()
         if len(inputs) != self.num_inputs:
             raise ValueError(
                 f"slimtensor.aoti: the model takes {self.num_inputs} inputs "
                 f"({', '.join(self.input_names)}) but got {len(inputs)}"
             )
-        lib = _lib.lib()
-        handles = []
+        tensors = [self._input(x, i) for i, x in enumerate(inputs)]
+        self._enter_run()
         try:
-            for i, x in enumerate(inputs):
-                t = _to_tensor(st, x, i)
-                if t.device.type != "cpu":
-                    raise ValueError(
-                        f"slimtensor.aoti: input {i} ({self.input_names[i]}) is on {t.device} but the "
-                        "model runs on cpu; move it with .cpu()"
-                    )
-                if not t.is_contiguous():
-                    t = t.contiguous()
-                handles.append(_lib.handle_from_capsule(t.__dlpack__()))
-        except BaseException:
-            for h in handles:
-                lib.aoti_torch_delete_tensor_object(h)
-            raise
-        outs = self.run_handles(handles)
-        results = []
-        try:
-            while outs:
-                h = outs.pop(0)
-                if not h:
-                    results.append(None)
-                    continue
-                capsule, managed = _lib.capsule_from_handle(h)
-                try:
-                    results.append(_C.from_dlpack(capsule))
-                except BaseException:
-                    if not _lib.capsule_consumed(capsule):
-                        lib.slimtensor_aoti_dlpack_delete(managed)
-                    raise
+            rc, results = _tensor_module()._aoti_run(self._run_address, self._container_address, tensors, self.num_outputs,
+                                       self._owner)
         finally:
-            for h in outs:
-                if h:
-                    lib.aoti_torch_delete_tensor_object(h)
+            self._leave_run()
+        if rc != 0:
+            raise self._model_error("model run failed")
         return results[0] if len(results) == 1 else tuple(results)
+
+    def _input(self, x, i):
+        t = _to_tensor(x, i)
+        if t.device.type != self._device_type:
+            raise ValueError(
+                f"slimtensor.aoti: input {i} ({self.input_names[i]}) is on {t.device} but the model runs on "
+                f"{self.device}; move it with .to({self.device!r})"
+            )
+        return t if t.is_contiguous() else t.contiguous()
 
     def run_numpy(self, *arrays):
         """Runs on numpy arrays without slimtensor's Python module; returns numpy arrays (copies)."""
@@ -407,7 +401,22 @@ class AOTIModel:
         return f"<slimtensor.aoti.AOTIModel {os.path.basename(self.path)!r} on {self.device}: {state}>"
 
 
-def _to_tensor(st, x, i):
+def _tensor_module():
+    """slimtensor._C, imported on the first call (run_handles and run_numpy work without it)."""
+    global _C
+    if _C is None:
+        from slimtensor import _C as module
+
+        _C = module
+    return _C
+
+
+_C = None
+
+
+def _to_tensor(x, i):
+    import slimtensor as st
+
     if isinstance(x, st.Tensor):
         return x
     try:
@@ -418,7 +427,7 @@ def _to_tensor(st, x, i):
     except ImportError:
         pass
     if hasattr(x, "__dlpack__"):
-        return st.from_dlpack(x)
+        return st.from_dlpack(x)  # the one DLPack codec, any registered device
     raise TypeError(
         f"slimtensor.aoti: input {i} is a {type(x).__name__}; pass a slimtensor tensor, a numpy array "
         "or an object with __dlpack__"

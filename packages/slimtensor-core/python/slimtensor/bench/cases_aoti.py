@@ -1,8 +1,16 @@
-"""AOTI cases: C shim per-call cost and model latency, slimtensor's shims against libtorch's, one harness each."""
+"""AOTI cases: C shim per-call cost, model latency (slimtensor's shims against libtorch's), and the per-call cost of
+st.aoti's model call from Python.
+
+Note [AOTI bench inputs]
+Everything the cases need ships inside the package: the C harness (harness/aoti_shim_bench.cpp, compiled on
+first use) and the model harness (slimtensor.bench.aoti_models). Only the compiled models do not (they need
+torch's inductor and minutes to make): they come from the folder named by SLIMTENSOR_BENCH_AOTI_MODELS
+(``make bench`` points it at the models the AOTI tests compiled); without it the model cases are skipped,
+saying so. Nothing is looked up in the working directory.
+"""
 
 from __future__ import annotations
 
-import ast
 import glob
 import hashlib
 import importlib.util
@@ -15,21 +23,16 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import aoti_models
 from ._case import Case, Libs
-from ._timing import Settings, summarize
+from ._timing import Settings, measure, summarize
 
-SHIM_HARNESS = "benchmarks/aoti_shim_bench.cpp"  # times any library's aoti_torch_* through dlsym pointers
-MODEL_HARNESS = "benchmarks/aoti_bench.py"  # runs one AOTI model .so on slimtensor and on libtorch
+# times any library's aoti_torch_* through dlsym pointers
+SHIM_HARNESS = Path(__file__).resolve().parent / "harness" / "aoti_shim_bench.cpp"
+MODEL_HARNESS = "slimtensor.bench.aoti_models"  # runs one AOTI model .so on slimtensor and on libtorch
 MODELS_ENV = "SLIMTENSOR_BENCH_AOTI_MODELS"
-
-
-def _find_in_checkout(relative: str) -> Path | None:
-    """A file of the repository checkout, looked up from the current folder and from this package upwards."""
-    for start in (Path.cwd(), Path(__file__).resolve().parent):
-        for folder in (start, *start.parents):
-            if (folder / relative).is_file():
-                return folder / relative
-    return None
+# Models whose st.aoti call is timed from Python (aoti/call/*): one input, one output; two outputs, one a view.
+CALL_MODELS = ["pointwise", "two_outputs", "linear"]
 
 
 def _aoti_missing() -> str | None:
@@ -56,7 +59,7 @@ def _libtorch(torch) -> str | None:
 
 
 class _ShimHarness:
-    """Compiles benchmarks/aoti_shim_bench.cpp once and runs it per library; each run gives, per call, the
+    """Compiles harness/aoti_shim_bench.cpp once and runs it per library; each run gives, per call, the
     median ns of 7 repeats of 1e6 calls, and the case's samples are those medians over several runs."""
 
     def __init__(self, source: Path):
@@ -69,7 +72,7 @@ class _ShimHarness:
         if self._binary is None:
             cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
             if cxx is None:
-                raise RuntimeError("no C++ compiler (set CXX) to build " + SHIM_HARNESS)
+                raise RuntimeError(f"no C++ compiler (set CXX) to build {SHIM_HARNESS}")
             digest = hashlib.sha256(self.source.read_bytes()).hexdigest()[:16]
             out = os.path.join(tempfile.gettempdir(), f"slimtensor-aoti-shim-bench-{digest}")
             if not os.path.exists(out):
@@ -85,7 +88,7 @@ class _ShimHarness:
             env = dict(os.environ, OMP_NUM_THREADS="1")
             proc = subprocess.run([self.binary(), library], capture_output=True, text=True, timeout=600, env=env)
             if proc.returncode != 0:
-                raise RuntimeError(f"{SHIM_HARNESS} on {library} failed: {proc.stderr.strip()[-400:]}")
+                raise RuntimeError(f"{SHIM_HARNESS.name} on {library} failed: {proc.stderr.strip()[-400:]}")
             parsed = {}
             for line in proc.stdout.splitlines():
                 parts = line.rsplit(None, 2)
@@ -97,9 +100,9 @@ class _ShimHarness:
 
 def _shim_cases(libs: Libs, quick: bool) -> list[Case]:
     reason = _aoti_missing()
-    source = _find_in_checkout(SHIM_HARNESS)
+    source = SHIM_HARNESS if SHIM_HARNESS.is_file() else None
     if reason is None and source is None:
-        reason = f"{SHIM_HARNESS} is not in this checkout (the C harness ships with the repository, not the wheel)"
+        reason = f"{SHIM_HARNESS} is missing from the installed package (reinstall slimtensor-core)"
     lib_st = _libslimtensor(libs.st) if reason is None else None
     if reason is None and lib_st is None:
         reason = f"libslimtensor was not found under {libs.st.cmake_prefix()}/lib"
@@ -125,49 +128,36 @@ def _shim_cases(libs: Libs, quick: bool) -> list[Case]:
 
         slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
         out.append(Case(id=f"aoti/shim/{slug}", group="aoti", title=f"C shim: {name} (ns per call)",
-                        params={"call": name, "harness": SHIM_HARNESS, "libraries": [lib_st, lib_torch]},
+                        params={"call": name, "harness": SHIM_HARNESS.name, "libraries": [lib_st, lib_torch]},
                         metric="time", run=run))
     return out
 
 
-def _default_model_dir() -> str | None:
-    """The newest folder of models the AOTI tests compiled (.cache/aoti-models/<key>/ in the checkout)."""
-    for start in (Path.cwd(), Path(__file__).resolve().parent):
-        for folder in (start, *start.parents):
-            found = sorted((folder / ".cache" / "aoti-models").glob("*/pointwise.pt2"), key=lambda p: p.stat().st_mtime)
-            if found:
-                return str(found[-1].parent)
-    return None
-
-
-def _harness_list(script: Path, name: str) -> list:
-    """A literal list of benchmarks/aoti_bench.py (MODELS: model names; ADDMM: (m, k, n) shapes)."""
-    for node in ast.walk(ast.parse(script.read_text())):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            return list(ast.literal_eval(node.value))
-    return []
+def _model_dir() -> tuple[str | None, str | None]:
+    """The folder of compiled models (Note [AOTI bench inputs]), or None and why there is none."""
+    folder = os.environ.get(MODELS_ENV)
+    if not folder:
+        return None, (f"no compiled models: set {MODELS_ENV} to a folder made by tests/aoti/compile_models.py "
+                      "(make bench does; compiling needs torch's inductor and minutes, so the bench does not)")
+    if not os.path.isdir(folder):
+        return None, f"{MODELS_ENV}={folder!r} is not a folder"
+    return folder, None
 
 
 def _model_cases(libs: Libs, quick: bool) -> list[Case]:
     title = "latency of the same AOTInductor model .so on slimtensor and on libtorch"
     reason = _aoti_missing()
-    model_dir = os.environ.get(MODELS_ENV) or _default_model_dir()
-    script = _find_in_checkout(MODEL_HARNESS)
-    if reason is None and script is None:
-        reason = f"{MODEL_HARNESS} is not in this checkout"
+    model_dir, no_models = _model_dir()
     if reason is None and libs.torch is None:
         reason = f"the libtorch side needs torch ({libs.torch_reason})"
-    if reason is None and not model_dir:
-        reason = (f"no compiled models: run the AOTI tests (they compile into .cache/aoti-models/) or set "
-                  f"{MODELS_ENV} to a folder made by tests/aoti/compile_models.py (compiling needs torch's "
-                  "inductor and minutes, so the suite does not do it itself)")
+    reason = reason or no_models
     names: list[Path] = []
-    if reason is None and model_dir and script is not None:
-        wanted = _harness_list(script, "MODELS")
+    if reason is None and model_dir:
+        wanted = aoti_models.MODELS
         names = [Path(model_dir) / f"{n}.pt2" for n in wanted if (Path(model_dir) / f"{n}.pt2").exists()]
         if not names:
             reason = f"{model_dir} holds none of the models {MODEL_HARNESS} times ({', '.join(wanted)})"
-    if reason is not None or script is None or not model_dir:
+    if reason is not None or not model_dir:
         return [Case(id="aoti/model_latency", group="aoti", title=title, params={}, metric="time",
                      skipped=reason or "unreachable")]
     folder: str = model_dir
@@ -177,8 +167,8 @@ def _model_cases(libs: Libs, quick: bool) -> list[Case]:
         if not cache:
             with tempfile.TemporaryDirectory() as tmp:
                 out = os.path.join(tmp, "aoti.json")
-                subprocess.run([sys.executable, str(script), folder, "--threads", "1", "--json", out], check=True,
-                               capture_output=True, text=True, timeout=1800)
+                subprocess.run([sys.executable, "-m", MODEL_HARNESS, folder, "--threads", "1", "--json", out],
+                               check=True, capture_output=True, text=True, timeout=1800)
                 with open(out) as f:
                     cache.update({r["case"]: r for r in json.load(f)["rows"]})
         return cache
@@ -199,7 +189,7 @@ def _model_cases(libs: Libs, quick: bool) -> list[Case]:
                 params={"model": path.name, "folder": folder, "harness": MODEL_HARNESS}, metric="time",
                 run=runner(path.stem, "AOTInductor models")) for path in names]
     # The BLAS-backed fallback alone: aoti_torch_cpu_addmm_out(out, bias, a, b, 1, 1), float32.
-    for m, k, n in _harness_list(script, "ADDMM"):
+    for m, k, n in aoti_models.ADDMM:
         shape = f"{m}x{k}@{k}x{n}"
         out.append(Case(id=f"aoti/addmm/{shape}", group="aoti",
                         title=f"aoti_torch_cpu_addmm_out, float32 {shape} plus a bias, on slimtensor and on libtorch",
@@ -208,5 +198,41 @@ def _model_cases(libs: Libs, quick: bool) -> list[Case]:
     return out
 
 
+def _call_cases(libs: Libs, quick: bool) -> list[Case]:
+    """The per-call cost of ``model(*inputs)`` through st.aoti (tensors in, tensors out), in this process."""
+    title = "per-call cost of an st.aoti model call from Python (inputs to handles, Run, outputs to tensors)"
+    reason = _aoti_missing()
+    model_dir, no_models = _model_dir()
+    reason = reason or no_models
+    paths = [Path(model_dir) / f"{n}.pt2" for n in CALL_MODELS if model_dir and (Path(model_dir) / f"{n}.pt2").exists()]
+    if reason is None and not paths:
+        reason = f"{model_dir} holds none of the models {', '.join(CALL_MODELS)}"
+    if reason is not None:
+        return [Case(id="aoti/call", group="aoti", title=title, params={}, metric="time", skipped=reason)]
+    loaded: dict = {}
+
+    def runner(path: Path):
+        def run(settings: Settings) -> dict:
+            import numpy as np
+
+            from slimtensor import aoti
+
+            if path.stem not in loaded:
+                model = aoti.load(path, check_inputs=False)
+                with np.load(path.with_suffix(".npz")) as z:
+                    arrays = [np.ascontiguousarray(z[k]) for k in sorted(k for k in z.files if k.startswith("in0_"))]
+                loaded[path.stem] = (model, [libs.st.from_numpy(a) for a in arrays])
+            model, inputs = loaded[path.stem]
+            return {"slimtensor": measure(lambda: model(*inputs), settings),
+                    "numpy": {"skipped": "numpy cannot run AOTInductor models"},
+                    "torch": {"skipped": "torch runs its own AOTI models (libtorch-linked); aoti/model/* times the "
+                                         "same .so on both libraries' shims"}}
+
+        return run
+
+    return [Case(id=f"aoti/call/{path.stem}", group="aoti", title=f"{title}: {path.stem}",
+                 params={"model": path.name, "folder": model_dir}, metric="time", run=runner(path)) for path in paths]
+
+
 def cases(libs: Libs, quick: bool) -> list[Case]:
-    return [*_shim_cases(libs, quick), *_model_cases(libs, quick)]
+    return [*_shim_cases(libs, quick), *_model_cases(libs, quick), *_call_cases(libs, quick)]

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "aoti/ops/blas.h"
+#include "layout/layout.h"
 #include "slimtensor/copy/copy.h"
 #include "slimtensor/copy/fill.h"
 #include "slimtensor/base/error.h"
@@ -111,11 +112,10 @@ void int_gemm(const Tensor& c, const Tensor& a0, const Tensor& b0, double alpha,
   copy_(c, acc);
 }
 
+// Callers ask only of tensors with elements (memory_overlaps checks numel first).
 std::pair<uintptr_t, uintptr_t> byte_span(const Tensor& t) {
   auto lo = reinterpret_cast<uintptr_t>(t.data_ptr());
-  uintptr_t extent = 1;
-  for (int d = 0; d < t.ndim(); ++d) extent += static_cast<uintptr_t>((t.sizes()[d] - 1) * t.strides()[d]);
-  return {lo, lo + extent * static_cast<uintptr_t>(t.itemsize())};
+  return {lo, lo + static_cast<uintptr_t>(span_bytes(t.sizes(), t.strides(), t.ndim(), t.itemsize()))};
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// benchmarks/aoti_shim_bench.cpp: times AOTI shim calls of any library that exports them (libslimtensor, libtorch_cpu).
+// slimtensor/bench/harness/aoti_shim_bench.cpp: times AOTI shim calls of any library that exports them (libslimtensor, libtorch_cpu).
 //
-// Build: g++ -O2 -std=c++17 benchmarks/aoti_shim_bench.cpp -ldl -o /tmp/aoti_shim_bench
+// Build: g++ -O2 -std=c++17 $(python -c "import slimtensor.bench as b, os; print(os.path.dirname(b.__file__))")/harness/aoti_shim_bench.cpp -ldl -o /tmp/aoti_shim_bench
 // Run:   /tmp/aoti_shim_bench path/to/libslimtensor.so.0      (or .../torch/lib/libtorch_cpu.so)
 // Prints "name min_ns median_ns" per call, over 7 repeats of 1e6 calls each (through dlsym pointers).
 #include <dlfcn.h>
