@@ -8,7 +8,7 @@ non-zero return becomes OpError with slimtensor's last error. torch is the oracl
 from __future__ import annotations
 
 import ctypes
-from ctypes import POINTER, byref, c_char_p, c_double, c_int32, c_int64, c_void_p
+from ctypes import POINTER, byref, c_double, c_int32, c_int64, c_void_p
 
 import numpy as np
 
@@ -104,17 +104,15 @@ class Call:
         self.handles = []
 
 
-def fn(name: str, *argtypes):
-    lib = _lib().lib()
-    f = getattr(lib, name)
-    f.restype, f.argtypes = c_int32, list(argtypes)
-    return f
+def fn(name: str):
+    """The C function, its prototype declared from slimtensor's headers (_lib.lib())."""
+    return getattr(_lib().lib(), name)
 
 
-def call(name: str, argtypes: list, make_args, n_out: int):
+def call(name: str, make_args, n_out: int):
     """Calls `name`; make_args(call) gives the arguments before the n_out trailing AtenTensorHandle* outputs.
     Returns the outputs as torch tensors (a tuple when n_out > 1); raises OpError on failure."""
-    f = fn(name, *argtypes, *([POINTER(H)] * n_out))
+    f = fn(name)
     c = Call()
     try:
         args = make_args(c)
@@ -129,9 +127,9 @@ def call(name: str, argtypes: list, make_args, n_out: int):
         c.close()
 
 
-def call_out(name: str, argtypes: list, make_args):
+def call_out(name: str, make_args):
     """Calls an *_out fallback (no returned handles); raises OpError on failure."""
-    f = fn(name, *argtypes)
+    f = fn(name)
     c = Call()
     try:
         rc = f(*make_args(c))
@@ -171,20 +169,6 @@ DTYPE_CODES = {
     "uint64": 29,
 }
 
-C_TYPES = {
-    "H": H,
-    "P64": P64,
-    "i32": c_int32,
-    "i64": c_int64,
-    "f64": c_double,
-    "str": c_char_p,
-    "opt_i32": POINTER(c_int32),
-    "opt_i64": POINTER(c_int64),
-    "opt_f64": POINTER(c_double),
-    "opt_H": POINTER(H),
-    "opt_str": POINTER(c_char_p),
-}
-
 
 def opt_i32(v):
     return None if v is None else byref(c_int32(v))
@@ -192,3 +176,7 @@ def opt_i32(v):
 
 def opt_i64(v):
     return None if v is None else byref(c_int64(v))
+
+
+def opt_f64(v):
+    return None if v is None else byref(c_double(v))

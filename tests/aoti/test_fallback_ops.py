@@ -3,12 +3,10 @@ bit for bit, output strides, every dtype the op takes, non-contiguous and empty 
 
 from __future__ import annotations
 
-from ctypes import POINTER, c_int32, c_int64
-
 import pytest
 
 from ._helpers import have_torch
-from ._op_calls import DTYPE_CODES, H, OpError, assert_same, call, fn, opt_i32
+from ._op_calls import DTYPE_CODES, OpError, assert_same, call, fn, opt_i32
 
 pytestmark = [
     pytest.mark.needs_torch,
@@ -61,7 +59,7 @@ SCAN = {"cumsum": "aoti_torch_cpu_cumsum", "cumprod": "aoti_torch_cpu_cumprod"}
 
 def scan(op, x, dim, dtype=None):
     code = None if dtype is None else DTYPE_CODES[dtype]
-    return call(SCAN[op], [H, c_int64, POINTER(c_int32)], lambda c: [c.tensor(x), dim, opt_i32(code)], 1)
+    return call(SCAN[op], lambda c: [c.tensor(x), dim, opt_i32(code)], 1)
 
 
 def _torch_scan(op, x, dim, dtype=None):
@@ -133,7 +131,7 @@ def test_scan_errors(op):
         scan(op, torch.ones((2, 2), dtype=torch.complex64), 0)
     with pytest.raises(OpError, match=rf"{SCAN[op]}\(\).*uint32"):
         scan(op, torch.ones((2, 2), dtype=torch.uint32), 0)
-    bad = fn(SCAN[op], H, c_int64, POINTER(c_int32), POINTER(H))
+    bad = fn(SCAN[op])
     from slimtensor.aoti import _lib
 
     assert bad(None, 0, None, None) == 1
@@ -143,12 +141,9 @@ def test_scan_errors(op):
 # ---- sort / sort_stable / topk -----------------------------------------------------------------------------
 def sort(x, dim, descending, stable=None):
     if stable is None:
-        return call(
-            "aoti_torch_cpu_sort", [H, c_int64, c_int32], lambda c: [c.tensor(x), dim, int(descending)], 2
-        )
+        return call("aoti_torch_cpu_sort", lambda c: [c.tensor(x), dim, int(descending)], 2)
     return call(
         "aoti_torch_cpu_sort_stable",
-        [H, POINTER(c_int32), c_int64, c_int32],
         lambda c: [c.tensor(x), opt_i32(stable), dim, int(descending)],
         2,
     )
@@ -157,7 +152,6 @@ def sort(x, dim, descending, stable=None):
 def topk(x, k, dim, largest, sorted_):
     return call(
         "aoti_torch_cpu_topk",
-        [H, c_int64, c_int64, c_int32, c_int32],
         lambda c: [c.tensor(x), k, dim, largest, sorted_],
         2,
     )
