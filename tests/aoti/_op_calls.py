@@ -91,6 +91,15 @@ class Call:
         self.keep.append(arr)
         return arr
 
+    def optional_string(self, s):
+        """An optional string argument (`const char**`): NULL for None, else the address of a C string."""
+        if s is None:
+            return None
+        buf = ctypes.create_string_buffer(s.encode())
+        ptr = ctypes.cast(buf, POINTER(ctypes.c_char))
+        self.keep += [buf, ptr]
+        return byref(ptr)
+
     def result(self, h: int):
         from slimtensor.aoti._numpy import array_from_handle
 

@@ -40,10 +40,14 @@ def compile_one(out_dir: str, name: str, zoo: str = "model_zoo") -> None:
     factory, example, dynamic, extra = models()[name]
     torch.manual_seed(0)
     module = factory().eval()
+    options = dict(COMMON_OPTIONS)
+    options.update(EXTRA_OPTIONS.get(name, {}))
+    # not an inductor option: torch.use_deterministic_algorithms while compiling (it makes inductor keep
+    # some ops as fallbacks, e.g. scatter)
+    deterministic = options.pop("deterministic_algorithms", False)
+    torch.use_deterministic_algorithms(deterministic)
     with torch.no_grad():
         ep = torch.export.export(module, example, dynamic_shapes=dynamic)
-        options = dict(COMMON_OPTIONS)
-        options.update(EXTRA_OPTIONS.get(name, {}))
         tmp = os.path.join(out_dir, f"{name}.{os.getpid()}.tmp.pt2")
         torch._inductor.aoti_compile_and_package(ep, package_path=tmp, inductor_configs=options)
         arrays, meta = {}, {"inputs": [], "outputs": []}

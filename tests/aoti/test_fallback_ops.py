@@ -250,3 +250,501 @@ def test_topk_empty_and_errors():
         topk(torch.ones((2, 5), dtype=torch.bool), 1, 1, 1, 1)
     with pytest.raises(OpError, match=r"aoti_torch_cpu_topk\(\).*dim"):
         topk(torch.ones((2, 5)), 1, 3, 1, 1)
+
+
+# ---- searchsorted / bucketize ---
+def searchsorted(seq, v, out_int32=False, right=False, side=None, sorter=None):
+    if isinstance(v, float):
+        return call(
+            "aoti_torch_cpu_searchsorted_Scalar",
+            lambda c: [
+                c.tensor(seq),
+                v,
+                int(out_int32),
+                int(right),
+                c.optional_string(side),
+                c.optional(sorter),
+            ],
+            1,
+        )
+    return call(
+        "aoti_torch_cpu_searchsorted_Tensor",
+        lambda c: [
+            c.tensor(seq),
+            c.tensor(v),
+            int(out_int32),
+            int(right),
+            c.optional_string(side),
+            c.optional(sorter),
+        ],
+        1,
+    )
+
+
+def bucketize(v, b, out_int32=False, right=False):
+    return call(
+        "aoti_torch_cpu_bucketize_Tensor", lambda c: [c.tensor(v), c.tensor(b), int(out_int32), int(right)], 1
+    )
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES + FLOAT_DTYPES)
+def test_searchsorted_and_bucketize_match_torch(dtype):
+    import torch
+
+    seq = with_specials(rand((4, 30), dtype, low=-6, high=6)).sort(-1).values
+    v = with_specials(rand((4, 9), dtype, seed=1, low=-7, high=7))
+    for right in (False, True):
+        for out_int32 in (False, True):
+            want = torch.searchsorted(seq, v, out_int32=out_int32, right=right)
+            assert_same(searchsorted(seq, v, out_int32, right), want)
+            assert_same(searchsorted(seq, v.t().contiguous().t(), out_int32, right), want)  # strided values
+            b = seq[1]
+            assert_same(
+                bucketize(v, b, out_int32, right), torch.bucketize(v, b, out_int32=out_int32, right=right)
+            )
+            assert_same(
+                searchsorted(b, v, out_int32, right),
+                torch.searchsorted(b, v, out_int32=out_int32, right=right),
+            )
+    # side overrides right; a sorter orders an unsorted sequence
+    assert_same(searchsorted(seq, v, side="right"), torch.searchsorted(seq, v, side="right"))
+    perm = torch.argsort(rand((4, 30), "float32", seed=3), dim=-1)
+    unsorted = torch.empty_like(seq).scatter_(1, perm, seq)
+    sorter = torch.argsort(unsorted, dim=-1, stable=True)
+    assert_same(searchsorted(unsorted, v, sorter=sorter), torch.searchsorted(unsorted, v, sorter=sorter))
+
+
+def test_searchsorted_mixed_dtypes_scalar_and_strided_sequence():
+    import torch
+
+    seq_i = torch.arange(0, 40, 3)
+    seq_f = torch.linspace(-2, 2, 17)[::2]  # strided sequence
+    vf = rand((5,), "float64", seed=2) * 3
+    vi = rand((6,), "int32", low=-5, high=40)
+    for seq, v in ((seq_i, vf), (seq_f, vi), (seq_f, vf.to(torch.float16)), (seq_i, torch.tensor(7.5))):
+        assert_same(searchsorted(seq, v), torch.searchsorted(seq, v))
+        assert_same(searchsorted(seq, v, right=True), torch.searchsorted(seq, v, right=True))
+    for s in (2.5, 3.0, -1.0, float("nan")):
+        assert_same(searchsorted(seq_i, s), torch.searchsorted(seq_i, s))
+        assert_same(searchsorted(seq_f, s, right=True), torch.searchsorted(seq_f, s, right=True))
+
+
+def test_searchsorted_empty_and_errors():
+    import torch
+
+    assert_same(
+        searchsorted(torch.arange(5.0), torch.zeros((0, 3))),
+        torch.searchsorted(torch.arange(5.0), torch.zeros((0, 3))),
+    )
+    assert_same(
+        searchsorted(torch.zeros(0), torch.ones(3)), torch.searchsorted(torch.zeros(0), torch.ones(3))
+    )
+    with pytest.raises(OpError, match=r"searchsorted_Tensor\(\): side and right can't be set to opposites"):
+        searchsorted(torch.arange(5.0), torch.ones(2), right=True, side="left")
+    with pytest.raises(OpError, match=r"searchsorted_Tensor\(\): side must be"):
+        searchsorted(torch.arange(5.0), torch.ones(2), side="middle")
+    with pytest.raises(OpError, match=r"searchsorted_Tensor\(\).*first 1 dims must equal self's"):
+        searchsorted(torch.zeros((3, 5)), torch.ones((2, 2)))
+    with pytest.raises(OpError, match=r"searchsorted_Tensor\(\): sorter holds 9"):
+        searchsorted(torch.arange(5.0), torch.ones(2), sorter=torch.tensor([0, 1, 2, 3, 9]))
+    with pytest.raises(OpError, match=r"searchsorted_Tensor\(\): sorter must be int64"):
+        searchsorted(torch.arange(5.0), torch.ones(2), sorter=torch.arange(5, dtype=torch.int32))
+    with pytest.raises(OpError, match=r"bucketize_Tensor\(\): boundaries must be 1-D"):
+        bucketize(torch.ones(2), torch.zeros((2, 2)))
+    with pytest.raises(OpError, match=r"searchsorted_Tensor\(\).*bool"):
+        searchsorted(torch.ones(3, dtype=torch.bool), torch.ones(2, dtype=torch.bool))
+
+
+# ---- nonzero / repeat_interleave ---------------------------------------------------------------------------
+def nonzero(x):
+    return call("aoti_torch_cpu_nonzero", lambda c: [c.tensor(x)], 1)
+
+
+def nonzero_static(x, size, fill):
+    return call("aoti_torch_cpu_nonzero_static", lambda c: [c.tensor(x), size, fill], 1)
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES + ["bool", "complex64"] + FLOAT_DTYPES)
+def test_nonzero_matches_torch(dtype):
+    import torch
+
+    if dtype == "complex64":
+        x = torch.complex(rand((5, 6), "float32"), rand((5, 6), "float32", seed=1))
+        x[1, 2] = 0
+        x[3, 0] = complex(0, 1)
+    else:
+        x = with_specials(rand((5, 6, 2), dtype, low=-1, high=2))
+    if x.dtype.is_floating_point:
+        x.view(-1)[::5] = -0.0
+    for name, v in layouts(x).items():
+        assert_same(nonzero(v), torch.nonzero(v)), name
+        for size in (0, 3, 100):
+            assert_same(nonzero_static(v, size, -7), torch.nonzero_static(v, size=size, fill_value=-7)), name
+
+
+def test_nonzero_empty_0d_and_errors():
+    import torch
+
+    for x in (torch.zeros((0, 3)), torch.zeros((4, 2)), torch.tensor(2.0), torch.tensor(0), torch.zeros(())):
+        assert_same(nonzero(x), torch.nonzero(x))
+        assert_same(nonzero_static(x, 2, 5), torch.nonzero_static(x, size=2, fill_value=5))
+    with pytest.raises(OpError, match=r"aoti_torch_cpu_nonzero\(\): self has dtype uint16"):
+        nonzero(torch.ones(3, dtype=torch.uint16))  # as torch: not implemented for UInt16
+    with pytest.raises(OpError, match=r"aoti_torch_cpu_nonzero_static\(\): size must be >= 0"):
+        nonzero_static(torch.ones(3), -1, 0)
+
+
+def repeat_interleave(r, output_size=None):
+    from ._op_calls import opt_i64
+
+    return call("aoti_torch_cpu_repeat_interleave_Tensor", lambda c: [c.tensor(r), opt_i64(output_size)], 1)
+
+
+def test_repeat_interleave_matches_torch():
+    import torch
+
+    for dt in (torch.int64, torch.int32):
+        r = torch.tensor([2, 0, 3, 1, 0, 4], dtype=dt)
+        assert_same(repeat_interleave(r), torch.repeat_interleave(r))
+        assert_same(repeat_interleave(r[::2]), torch.repeat_interleave(r[::2]))
+        assert_same(repeat_interleave(r, 10), torch.repeat_interleave(r, output_size=10))
+        assert_same(repeat_interleave(r[:0]), torch.repeat_interleave(r[:0]))
+    with pytest.raises(
+        OpError, match=r"repeat_interleave_Tensor\(\): repeats can not be negative.*repeats\[1\] = -1"
+    ):
+        repeat_interleave(torch.tensor([1, -1]))
+    with pytest.raises(
+        OpError, match=r"repeat_interleave_Tensor\(\): output_size is 4 but the repeats sum to 3"
+    ):
+        repeat_interleave(torch.tensor([1, 2]), 4)
+    with pytest.raises(OpError, match=r"repeat_interleave_Tensor\(\): repeats must be a 1-D"):
+        repeat_interleave(torch.ones((2, 2), dtype=torch.int64))
+    with pytest.raises(OpError, match=r"repeat_interleave_Tensor\(\): repeats must be int32 or int64"):
+        repeat_interleave(torch.ones(2))
+
+
+# ---- histc / masked_scatter --------------------------------------------------------------------------------
+def histc(x, bins, lo, hi):
+    return call("aoti_torch_cpu_histc", lambda c: [c.tensor(x), bins, lo, hi], 1)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_histc_matches_torch(dtype):
+    import torch
+
+    # torch counts in the dtype itself, per thread: keep every bin's count exact in bfloat16 (<= 256)
+    shape = (10, 20) if dtype == "bfloat16" else (40, 50)
+    x = with_specials(rand(shape, dtype)) * 1.5
+    x.view(-1)[3] = 2.0  # exactly on the right edge
+    x.view(-1)[4] = -2.0
+    finite = rand(shape, dtype, seed=4)
+    for name, v in [*layouts(x).items(), *[("finite " + k, w) for k, w in layouts(finite).items()]]:
+        for bins, lo, hi in ((10, -2.0, 2.0), (1, -1.0, 3.0), (33, -0.3, 0.7)):
+            assert_same(histc(v, bins, lo, hi), torch.histc(v, bins, lo, hi)), (name, bins)
+    for v in layouts(finite).values():  # min == max: the data's range
+        assert_same(histc(v, 7, 0.0, 0.0), torch.histc(v, 7, 0.0, 0.0))
+    assert_same(
+        histc(torch.full((9,), 0.5, dtype=_t(dtype)), 4, 0.0, 0.0),
+        torch.histc(torch.full((9,), 0.5, dtype=_t(dtype)), 4),
+    )
+    assert_same(
+        histc(torch.zeros(0, dtype=_t(dtype)), 3, 0.0, 0.0), torch.histc(torch.zeros(0, dtype=_t(dtype)), 3)
+    )
+
+
+def test_histc_large_counts_and_errors():
+    import torch
+
+    x = torch.full((1500,), 0.25, dtype=torch.float16)
+    assert_same(histc(x, 2, 0.0, 1.0), torch.histc(x, 2, 0.0, 1.0))
+    with pytest.raises(OpError, match=r"aoti_torch_cpu_histc\(\): bins must be > 0"):
+        histc(torch.ones(3), 0, 0.0, 1.0)
+    with pytest.raises(OpError, match=r"aoti_torch_cpu_histc\(\): max must be larger than min"):
+        histc(torch.ones(3), 3, 2.0, 1.0)
+    with pytest.raises(OpError, match=r"aoti_torch_cpu_histc\(\): range of \[nan, nan\] is not finite"):
+        histc(torch.tensor([1.0, float("nan")]), 3, 0.0, 0.0)
+    with pytest.raises(OpError, match=r"aoti_torch_cpu_histc\(\): self has dtype int64"):
+        histc(torch.arange(4), 3, 0.0, 1.0)
+
+
+def masked_scatter(x, m, s):
+    return call("aoti_torch_cpu_masked_scatter", lambda c: [c.tensor(x), c.tensor(m), c.tensor(s)], 1)
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES + ["bool"] + FLOAT_DTYPES)
+def test_masked_scatter_matches_torch(dtype):
+
+    x = rand((4, 6), dtype)
+    m = rand((4, 6), "bool", seed=1)
+    src = rand((5, 6), dtype, seed=2)
+    for name, v in layouts(x).items():
+        for mm in (m, m.t().contiguous().t(), m[:1].expand(4, 6)):
+            assert_same(masked_scatter(v, mm, src), v.masked_scatter(mm, src)), name
+            assert_same(masked_scatter(v, mm, src.t()), v.masked_scatter(mm, src.t())), name
+    row = rand((1, 6), dtype)  # self broadcasts against the mask
+    assert_same(masked_scatter(row, m, src), row.masked_scatter(m, src))
+    e = rand((0, 6), dtype)
+    assert_same(masked_scatter(e, m[:0], src), e.masked_scatter(m[:0], src))
+
+
+def test_masked_scatter_errors():
+    import torch
+
+    x, m = torch.ones((3, 4)), torch.ones((3, 4), dtype=torch.bool)
+    with pytest.raises(OpError, match=r"masked_scatter\(\): mask has 12 true elements but source only 5"):
+        masked_scatter(x, m, torch.ones(5))
+    with pytest.raises(OpError, match=r"masked_scatter\(\): self is float32 but source is float64"):
+        masked_scatter(x, m, torch.ones(12, dtype=torch.float64))
+    with pytest.raises(OpError, match=r"masked_scatter\(\): mask must be bool but is uint8"):
+        masked_scatter(x, m.to(torch.uint8), torch.ones(12))
+    with pytest.raises(OpError, match=r"masked_scatter\(\): self and mask do not broadcast"):
+        masked_scatter(x, torch.ones((2, 4), dtype=torch.bool), torch.ones(12))
+
+
+# ---- scatter / scatter_reduce ------------------------------------------------------------------------------
+def scatter_out(out, x, dim, index, src=None, value=None, reduce=None, include_self=True):
+    """Runs the *_out fallback into a copy of `out` (or into x itself when out is x); returns that tensor."""
+    target = x if out is x else out.clone()
+
+    def args(c):
+        ho = c.tensor(target)
+        hx = ho if out is x else c.tensor(x)
+        if reduce is not None:
+            return [ho, hx, dim, c.tensor(index), c.tensor(src), reduce.encode(), int(include_self)]
+        return [ho, hx, dim, c.tensor(index), c.tensor(src) if src is not None else value]
+
+    name = (
+        "scatter_reduce_two_out"
+        if reduce is not None
+        else "scatter_src_out"
+        if src is not None
+        else "scatter_value_out"
+    )
+    from ._op_calls import call_out
+
+    call_out(f"aoti_torch_cpu_{name}", args)
+    return target
+
+
+def _scatter_case(dtype, seed=0):
+    import torch
+
+    x = rand((5, 7), dtype, seed=seed)
+    g = torch.Generator().manual_seed(seed + 1)
+    index = torch.randint(0, 5, (4, 6), generator=g)  # duplicates: several contributions per target
+    src = rand((6, 8), dtype, seed=seed + 2)
+    return x, index, src
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES + ["bool"] + FLOAT_DTYPES)
+def test_scatter_src_and_value_match_torch(dtype):
+    import torch
+
+    x, index, src = _scatter_case(dtype)
+    for name, v in layouts(x).items():
+        if name == "expanded":
+            continue  # torch refuses to write into an expanded self as well
+        out = torch.empty_like(v)
+        uniq = torch.argsort(torch.rand(4, 5, generator=torch.Generator().manual_seed(3)), dim=0)[:, :5]
+        assert_same(scatter_out(out, v, 0, uniq, src), v.scatter(0, uniq, src), check_strides=False), name
+        assert_same(
+            scatter_out(out, v, 1, index.clamp(max=6), src),
+            v.scatter(1, index.clamp(max=6), src),
+            check_strides=False,
+        )
+        assert_same(scatter_out(out, v, 0, uniq, value=1.0), v.scatter(0, uniq, 1.0), check_strides=False)
+    y = x.clone()
+    scatter_out(y, y, 0, index[:, :1], src)  # out is self, as the compiled code calls it
+    assert_same(y, x.scatter(0, index[:, :1], src))
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES + FLOAT_DTYPES)
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+def test_scatter_reduce_matches_torch(dtype, reduce):
+    import torch
+
+    x, index, src = _scatter_case(dtype)
+    if x.dtype.is_floating_point:
+        src = with_specials(src) if reduce in ("amax", "amin") else src
+    for include_self in (True, False):
+        for dim in (0, 1):
+            want = x.scatter_reduce(dim, index, src, reduce, include_self=include_self)
+            got = scatter_out(
+                torch.empty_like(x), x, dim, index, src, reduce=reduce, include_self=include_self
+            )
+            assert_same(got, want), (dim, include_self)
+    t = x.t().contiguous().t()
+    want = t.scatter_reduce(0, index, src.t().contiguous().t(), reduce)
+    assert_same(scatter_out(torch.empty_like(t), t, 0, index, src, reduce=reduce), want, check_strides=False)
+
+
+def test_scatter_empty_index_and_errors():
+    import torch
+
+    x, index, src = _scatter_case("float32")
+    assert_same(scatter_out(torch.empty_like(x), x, 0, index[:0], src), x)
+    with pytest.raises(
+        OpError, match=r"scatter_src_out\(\): index 9 is out of bounds for dimension 0 with size 5"
+    ):
+        scatter_out(torch.empty_like(x), x, 0, torch.full((1, 1), 9), src)
+    with pytest.raises(OpError, match=r"scatter_src_out\(\): index must be int64 but is int32"):
+        scatter_out(torch.empty_like(x), x, 0, index.int(), src)
+    with pytest.raises(OpError, match=r"scatter_src_out\(\): self is float32 but src is float64"):
+        scatter_out(torch.empty_like(x), x, 0, index, src.double())
+    with pytest.raises(OpError, match=r"scatter_src_out\(\): index has size 7 at dim 1"):
+        scatter_out(torch.empty_like(x), x, 0, torch.zeros((1, 7), dtype=torch.int64), src[:, :6])
+    with pytest.raises(OpError, match=r"scatter_reduce_two_out\(\): reduce must be .* but is \"max\""):
+        scatter_out(torch.empty_like(x), x, 0, index, src, reduce="max")
+    with pytest.raises(OpError, match=r"scatter_value_out\(\).*dim"):
+        scatter_out(torch.empty_like(x), x, 2, index, value=1.0)
+
+
+# ---- index_reduce ------------------------------------------------------------------------------------------
+def index_reduce(x, dim, index, source, reduce, include_self=True):
+    return call(
+        "aoti_torch_cpu_index_reduce",
+        lambda c: [c.tensor(x), dim, c.tensor(index), c.tensor(source), reduce.encode(), int(include_self)],
+        1,
+    )
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES + FLOAT_DTYPES)
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+def test_index_reduce_matches_torch(dtype, reduce):
+    import torch
+
+    x = rand((5, 6), dtype)
+    index = torch.tensor([0, 4, 0, 2, 4, 4, 1])
+    for dim, source in ((0, rand((7, 6), dtype, seed=1)), (1, rand((5, 7), dtype, seed=2))):
+        if reduce in ("amax", "amin"):
+            source = with_specials(source)
+        for include_self in (True, False):
+            for name, v in layouts(x).items():
+                want = v.index_reduce(dim, index, source, reduce, include_self=include_self)
+                assert_same(index_reduce(v, dim, index, source, reduce, include_self), want), (name, dim)
+            want = x.index_reduce(
+                dim, index.int(), source.t().contiguous().t(), reduce, include_self=include_self
+            )
+            assert_same(
+                index_reduce(x, dim, index.int(), source.t().contiguous().t(), reduce, include_self), want
+            )
+
+
+def test_index_reduce_empty_and_errors():
+    import torch
+
+    x = torch.ones((4, 3))
+    assert_same(index_reduce(x, 0, torch.zeros(0, dtype=torch.int64), torch.ones((0, 3)), "prod"), x)
+    with pytest.raises(
+        OpError, match=r"index_reduce\(\): index 7 is out of bounds for dimension 0 with size 4"
+    ):
+        index_reduce(x, 0, torch.tensor([7]), torch.ones((1, 3)), "amax")
+    with pytest.raises(OpError, match=r"index_reduce\(\): reduce must be .* but is \"sum\""):
+        index_reduce(x, 0, torch.tensor([1]), torch.ones((1, 3)), "sum")
+    with pytest.raises(OpError, match=r"index_reduce\(\): source must have self's shape except at dim 0"):
+        index_reduce(x, 0, torch.tensor([1]), torch.ones((2, 3)), "prod")
+    with pytest.raises(OpError, match=r"index_reduce\(\): index must be int64 or int32 but is float32"):
+        index_reduce(x, 0, torch.tensor([1.0]), torch.ones((1, 3)), "prod")
+    with pytest.raises(OpError, match=r"index_reduce\(\): self is float32 but src is float64"):
+        index_reduce(x, 0, torch.tensor([1]), torch.ones((1, 3), dtype=torch.float64), "prod")
+
+
+# ---- index_put ---------------------------------------------------------------------------------------------
+def index_put(x, indices, values, accumulate=False):
+    return call(
+        "aoti_torch_cpu_index_put",
+        lambda c: [
+            c.tensor(x),
+            c.optional_tensor_list(indices),
+            len(indices),
+            c.tensor(values),
+            int(accumulate),
+        ],
+        1,
+    )
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES + ["bool"] + FLOAT_DTYPES)
+def test_index_put_matches_torch(dtype):
+    import torch
+
+    x = rand((5, 6, 4), dtype)
+    i0 = torch.tensor([0, 4, -1, 2])  # negative: from the end
+    i1 = torch.tensor([[1], [5], [0]])  # broadcasts with i0 to (3, 4)
+    uniq = torch.tensor([3, 0, 1])
+    cases = [
+        ([uniq], rand((3, 6, 4), dtype, seed=1)),
+        ([uniq, None, torch.tensor([0, 2, 3])], rand((3, 6), dtype, seed=2)),  # not adjacent: B first
+        ([None, uniq], rand((5, 3, 4), dtype, seed=3)),
+        ([i0, i1], rand((4,), dtype, seed=4)),  # values broadcast to (3, 4, 4)
+        ([rand((5, 6), "bool", seed=5)], rand((1,), dtype, seed=6)),  # a mask over two dims
+        ([None, None, torch.tensor([1, 1, 2])], rand((5, 6, 3), dtype, seed=7)),
+    ]
+    for name, v in layouts(x).items():
+        if name == "expanded":
+            continue
+        for indices, values in cases:
+            want = torch.ops.aten.index_put.default(v, indices, values, False)
+            assert_same(index_put(v, indices, values), want), (name, len(indices))
+    dup = torch.tensor([1, 3, 1, 1, 0])  # accumulate: every contribution in order
+    if x.dtype != torch.bool:
+        vals = rand((5, 6, 4), dtype, seed=8, low=-2, high=3)
+        if vals.dtype.is_floating_point:
+            vals = vals.round()  # exact sums: torch adds float32 with unordered atomics
+        assert_same(index_put(x, [dup], vals, True), torch.ops.aten.index_put.default(x, [dup], vals, True))
+
+
+def test_index_put_empty_and_errors():
+    import torch
+
+    x = torch.zeros((4, 3))
+    e = torch.zeros(0, dtype=torch.int64)
+    assert_same(
+        index_put(x, [e], torch.ones((0, 3))), torch.ops.aten.index_put.default(x, [e], torch.ones((0, 3)))
+    )
+    with pytest.raises(OpError, match=r"index_put\(\): index 4 is out of bounds for dimension 0 with size 4"):
+        index_put(x, [torch.tensor([4])], torch.ones(3))
+    with pytest.raises(OpError, match=r"index_put\(\): self is float32 but values is float64"):
+        index_put(x, [torch.tensor([1])], torch.ones(3, dtype=torch.float64))
+    with pytest.raises(OpError, match=r"index_put\(\): too many indices for a tensor of dimension 2"):
+        index_put(x, [torch.tensor([1])] * 3, torch.ones(1))
+    with pytest.raises(OpError, match=r"index_put\(\): indices\[0\] is float32"):
+        index_put(x, [torch.tensor([1.0])], torch.ones(3))
+    with pytest.raises(OpError, match=r"index_put\(\): the shape of the mask indices\[0\] does not match"):
+        index_put(x, [torch.ones((3, 3), dtype=torch.bool)], torch.ones(1))
+    with pytest.raises(OpError, match=r"index_put\(\): values and the indexed shape do not broadcast"):
+        index_put(x, [torch.tensor([1, 2])], torch.ones((3, 3)))
+
+
+def test_index_put_out_writes_into_out_or_self():
+    """aoti_torch_index_put_out (torch's c/shim.h), as inductor's IndexPutFallback calls it: out is self."""
+    import torch
+
+    from ._op_calls import call_out
+
+    x = rand((5, 3), "float32")
+    i, v = torch.tensor([4, 1, 4, 0]), rand((4, 3), "float32", seed=1).round()
+    y = x.clone()
+    call_out(
+        "aoti_torch_index_put_out",
+        lambda c: [(h := c.tensor(y)), h, c.tensor_list([i]), 1, c.tensor(v), True],
+    )
+    assert_same(y, torch.ops.aten.index_put.default(x, [i], v, True))
+    out = torch.empty_like(x)
+    call_out(
+        "aoti_torch_index_put_out",
+        lambda c: [
+            c.tensor(out),
+            c.tensor(x),
+            c.tensor_list([None, torch.tensor([2, 0])]),
+            2,
+            c.tensor(v[:1, :2]),
+            False,
+        ],
+    )
+    assert_same(out, torch.ops.aten.index_put.default(x, [None, torch.tensor([2, 0])], v[:1, :2]))
+    with pytest.raises(OpError, match=r"aoti_torch_index_put_out\(\): out must have self's shape"):
+        call_out(
+            "aoti_torch_index_put_out",
+            lambda c: [c.tensor(out[:2]), c.tensor(x), c.tensor_list([i]), 1, c.tensor(v), False],
+        )

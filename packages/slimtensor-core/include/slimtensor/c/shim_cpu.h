@@ -54,6 +54,65 @@ SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_sort_stable(AtenTensorHandle self
 SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_topk(AtenTensorHandle self, int64_t k, int64_t dim, int32_t largest,
                                                     int32_t sorted, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
 
+/* Binary search (Note [searchsorted] in src/aoti/ops/search_ops.cpp): positions of self's values in the rows of
+ * sorted_sequence (left: first e >= v, right: first e > v); side NULL or "left"/"right"; sorter NULL or int64
+ * indices ordering each row; contiguous int64 result (int32 with out_int32) shaped like self. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_searchsorted_Tensor(AtenTensorHandle sorted_sequence,
+                                                                   AtenTensorHandle self, int32_t out_int32,
+                                                                   int32_t right, const char** side,
+                                                                   AtenTensorHandle* sorter, AtenTensorHandle* ret0);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_searchsorted_Scalar(AtenTensorHandle sorted_sequence, double self,
+                                                                   int32_t out_int32, int32_t right, const char** side,
+                                                                   AtenTensorHandle* sorter, AtenTensorHandle* ret0);
+/* searchsorted(boundaries, self) for 1-D boundaries. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_bucketize_Tensor(AtenTensorHandle self, AtenTensorHandle boundaries,
+                                                                int32_t out_int32, int32_t right,
+                                                                AtenTensorHandle* ret0);
+
+/* Indices of the non-zero elements in row-major order (Note [nonzero layout] in src/aoti/ops/nonzero.cpp):
+ * nonzero gives (N, ndim) int64 with strides (1, N); nonzero_static a contiguous (size, ndim) padded with
+ * fill_value. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_nonzero(AtenTensorHandle self, AtenTensorHandle* ret0);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_nonzero_static(AtenTensorHandle self, int64_t size, int64_t fill_value,
+                                                              AtenTensorHandle* ret0);
+/* repeats (1-D int32/int64, >= 0) -> each index i repeated repeats[i] times; output_size NULL or their sum. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_repeat_interleave_Tensor(AtenTensorHandle repeats, int64_t* output_size,
+                                                                        AtenTensorHandle* ret0);
+/* Histogram of `bins` equal bins over [min, max] (Note [histc arithmetic] in src/aoti/ops/histc.cpp). */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_histc(AtenTensorHandle self, int64_t bins, double min, double max,
+                                                     AtenTensorHandle* ret0);
+/* self (broadcast with mask) with mask's true places filled by source's elements in order; contiguous. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_masked_scatter(AtenTensorHandle self, AtenTensorHandle mask,
+                                                              AtenTensorHandle source, AtenTensorHandle* ret0);
+
+/* out = self (out may be self), then scattered along dim (Note [Scatter semantics] in src/aoti/ops/scatter_ops.cpp):
+ * out[.., index[j], ..] = src[j] or value, or reduced with "sum", "prod", "mean", "amax", "amin". */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_scatter_src_out(AtenTensorHandle out, AtenTensorHandle self, int64_t dim,
+                                                               AtenTensorHandle index, AtenTensorHandle src);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_scatter_value_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                                 int64_t dim, AtenTensorHandle index, double value);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_scatter_reduce_two_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                                      int64_t dim, AtenTensorHandle index,
+                                                                      AtenTensorHandle src, const char* reduce,
+                                                                      int32_t include_self);
+
+/* self.clone() with self.select(dim, index[i]) reduced ("prod", "mean", "amax", "amin") with source.select(dim, i). */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_index_reduce(AtenTensorHandle self, int64_t dim, AtenTensorHandle index,
+                                                            AtenTensorHandle source, const char* reduce,
+                                                            int32_t include_self, AtenTensorHandle* ret0);
+
+/* self.clone() with self[indices] = values (accumulate: +=); indices[i] NULL = a full slice (Note [index_put] in
+ * src/aoti/ops/index_put.cpp). */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_index_put(AtenTensorHandle self, const AtenTensorHandle** indices,
+                                                         int64_t indices_len_, AtenTensorHandle values,
+                                                         int32_t accumulate, AtenTensorHandle* ret0);
+
+/* out = self (out may be self), then out[indices] = values (or +=): the index_put fallback that torch declares in
+ * its c/shim.h (inductor's IndexPutFallback calls it); indices[i] NULL = a full slice. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_index_put_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                         const AtenTensorHandle* indices, const uint32_t num_indices,
+                                                         const AtenTensorHandle values, bool accumulate);
+
 /* Threads of the BLAS behind the float32/float64 fallbacks (scipy-openblas32). slimtensor's
  * set_num_threads calls it; n < 1 means 1. */
 SLIMTENSOR_C_API void slimtensor_blas_set_num_threads(int32_t n);
