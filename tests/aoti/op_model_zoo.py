@@ -98,6 +98,17 @@ class IndexPut(nn.Module):
         return torch.index_put(x, (i,), v, accumulate=True), y
 
 
+class EmbeddingBag(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.sum = nn.EmbeddingBag(20, 6, mode="sum")
+        self.mean = nn.EmbeddingBag(20, 6, mode="mean", padding_idx=3)
+        self.max = nn.EmbeddingBag(20, 6, mode="max")
+
+    def forward(self, idx, off):
+        return self.sum(idx, off), self.mean(idx, off), self.max(idx, off)
+
+
 def _r(*shape, dtype=torch.float32, seed=0):
     g = torch.Generator().manual_seed(seed + sum(shape))
     return torch.randn(*shape, generator=g).to(dtype)
@@ -149,6 +160,12 @@ def models():
         "op_index_put": (
             IndexPut,
             (_r(5, 3), torch.tensor([4, 1, 4, 0]), torch.tensor([[1.0, 2, 3]]).expand(4, 3) * 0.5),
+            None,
+            None,
+        ),
+        "op_embedding_bag": (
+            EmbeddingBag,
+            (torch.tensor([1, 2, 4, 5, 4, 3, 2, 9, 19, 0, 3]), torch.tensor([0, 4, 4, 9])),
             None,
             None,
         ),

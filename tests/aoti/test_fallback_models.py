@@ -26,6 +26,7 @@ FALLBACKS = {
     "op_scatter": {"aoti_torch_cpu_scatter_src_out", "aoti_torch_cpu_scatter_value_out"},
     "op_scatter_reduce": {"aoti_torch_cpu_scatter_reduce_two_out"},
     "op_index_reduce": {"aoti_torch_cpu_index_reduce"},
+    "op_embedding_bag": {"aoti_torch_cpu__embedding_bag"},  # nn.EmbeddingBag (its weight a parameter)
     "op_index_put": {"aoti_torch_index_put_out"},  # torch's c/shim.h fallback (IndexPutFallback)
 }
 

@@ -113,6 +113,22 @@ SLIMTENSOR_C_API AOTITorchError aoti_torch_index_put_out(AtenTensorHandle out, A
                                                          const AtenTensorHandle* indices, const uint32_t num_indices,
                                                          const AtenTensorHandle values, bool accumulate);
 
+/* EmbeddingBag forward (Note [embedding_bag] in src/aoti/ops/embedding_bag.cpp): mode 0 sum, 1 mean, 2 max;
+ * ret0 = (num_bags, D) result, ret1 = offset2bag, ret2 = bag_size, ret3 = max_indices. scale_grad_by_freq and
+ * sparse only concern gradients and are ignored. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu__embedding_bag(AtenTensorHandle weight, AtenTensorHandle indices,
+                                                              AtenTensorHandle offsets, int32_t scale_grad_by_freq,
+                                                              int64_t mode, int32_t sparse,
+                                                              AtenTensorHandle* per_sample_weights,
+                                                              int32_t include_last_offset, int64_t padding_idx,
+                                                              AtenTensorHandle* ret0, AtenTensorHandle* ret1,
+                                                              AtenTensorHandle* ret2, AtenTensorHandle* ret3);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu__embedding_bag_forward_only(
+    AtenTensorHandle weight, AtenTensorHandle indices, AtenTensorHandle offsets, int32_t scale_grad_by_freq,
+    int64_t mode, int32_t sparse, AtenTensorHandle* per_sample_weights, int32_t include_last_offset,
+    int64_t padding_idx, AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2,
+    AtenTensorHandle* ret3);
+
 /* Threads of the BLAS behind the float32/float64 fallbacks (scipy-openblas32). slimtensor's
  * set_num_threads calls it; n < 1 means 1. */
 SLIMTENSOR_C_API void slimtensor_blas_set_num_threads(int32_t n);
