@@ -73,19 +73,21 @@ def sleef_library() -> str | None:
     return None
 
 
-def _cache_dir() -> str:
+def _cache_dir(zoo: str = "model_zoo") -> str:
     h = hashlib.sha256()
     h.update((torch_version() or "none").encode())
     h.update(b"sleef" if sleef_library() else b"no-sleef")
-    for f in ("model_zoo.py", "compile_models.py"):
+    for f in (f"{zoo}.py", "compile_models.py"):
         with open(os.path.join(HERE, f), "rb") as fh:
             h.update(fh.read())
-    return os.path.join(CACHE, h.hexdigest()[:16])
+    # each zoo has its own folder, so that editing one zoo does not recompile the others
+    return os.path.join(CACHE, h.hexdigest()[:16] if zoo == "model_zoo" else f"{zoo}-{h.hexdigest()[:16]}")
 
 
-def compile_models(names: list[str]) -> str:
-    """Compiles (once, under a file lock) the named models; returns the folder holding NAME.pt2/.npz/.json."""
-    out = _cache_dir()
+def compile_models(names: list[str], zoo: str = "model_zoo") -> str:
+    """Compiles (once, under a file lock) the named models of tests/aoti/<zoo>.py; returns the folder holding
+    NAME.pt2/.npz/.json."""
+    out = _cache_dir(zoo)
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -103,7 +105,14 @@ def compile_models(names: list[str]) -> str:
             jobs = max(1, min(len(todo), os.cpu_count() or 1))
             procs = [
                 subprocess.Popen(
-                    [sys.executable, os.path.join(HERE, "compile_models.py"), out, *todo[i::jobs]],
+                    [
+                        sys.executable,
+                        os.path.join(HERE, "compile_models.py"),
+                        "--zoo",
+                        zoo,
+                        out,
+                        *todo[i::jobs],
+                    ],
                     env=env,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,

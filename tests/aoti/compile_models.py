@@ -1,6 +1,7 @@
 """Compiles the test models of model_zoo.py with AOTInductor into a cache folder (run in a subprocess).
 
-Usage: python compile_models.py OUT_DIR NAME [NAME ...]
+Usage: python compile_models.py [--zoo MODULE] OUT_DIR NAME [NAME ...]
+MODULE (default model_zoo) is the file of tests/aoti that defines models() and EXTRA_OPTIONS.
 For each NAME writes NAME.pt2 (libtorch-free, AVX2 code) and NAME.npz (inputs and eager outputs of every
 input set, bfloat16 stored as its uint16 bits) plus NAME.json (dtypes). Existing outputs are kept.
 """
@@ -28,18 +29,25 @@ def _to_numpy(t):
     return t.numpy()
 
 
-def compile_one(out_dir: str, name: str) -> None:
+def compile_one(out_dir: str, name: str, zoo: str = "model_zoo") -> None:
+    import importlib
+
     import numpy as np
     import torch
-    from model_zoo import EXTRA_OPTIONS, models
 
+    zoo_module = importlib.import_module(zoo)
+    EXTRA_OPTIONS, models = zoo_module.EXTRA_OPTIONS, zoo_module.models
     factory, example, dynamic, extra = models()[name]
     torch.manual_seed(0)
     module = factory().eval()
+    options = dict(COMMON_OPTIONS)
+    options.update(EXTRA_OPTIONS.get(name, {}))
+    # not an inductor option: torch.use_deterministic_algorithms while compiling (it makes inductor keep
+    # some ops as fallbacks, e.g. scatter)
+    deterministic = options.pop("deterministic_algorithms", False)
+    torch.use_deterministic_algorithms(deterministic)
     with torch.no_grad():
         ep = torch.export.export(module, example, dynamic_shapes=dynamic)
-        options = dict(COMMON_OPTIONS)
-        options.update(EXTRA_OPTIONS.get(name, {}))
         tmp = os.path.join(out_dir, f"{name}.{os.getpid()}.tmp.pt2")
         torch._inductor.aoti_compile_and_package(ep, package_path=tmp, inductor_configs=options)
         arrays, meta = {}, {"inputs": [], "outputs": []}
@@ -59,14 +67,18 @@ def compile_one(out_dir: str, name: str) -> None:
 
 
 def main() -> None:
-    out_dir, names = sys.argv[1], sys.argv[2:]
+    args = sys.argv[1:]
+    zoo = "model_zoo"
+    if args[:1] == ["--zoo"]:
+        zoo, args = args[1], args[2:]
+    out_dir, names = args[0], args[1:]
     os.makedirs(out_dir, exist_ok=True)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     for name in names:
         if os.path.exists(os.path.join(out_dir, f"{name}.pt2")):
             continue
         t0 = time.time()
-        compile_one(out_dir, name)
+        compile_one(out_dir, name, zoo)
         print(f"compiled {name} in {time.time() - t0:.1f}s", flush=True)
 
 

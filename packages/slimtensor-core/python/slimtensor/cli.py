@@ -1,4 +1,5 @@
-"""The `slimtensor` console command: `slimtensor info` (versions, build, devices, memory) and `slimtensor bench`."""
+"""The `slimtensor` console command: `slimtensor info` (versions, build, devices, memory; `--ops`: the CPU
+op-fallback table) and `slimtensor bench`."""
 
 from __future__ import annotations
 
@@ -51,10 +52,20 @@ def main(argv: list[str] | None = None) -> int:
         return bench_module.main(argv[1:])
     parser = argparse.ArgumentParser(prog="slimtensor", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("info", help="versions, build options, registered devices and memory statistics")
+    info = sub.add_parser("info", help="versions, build options, registered devices and memory statistics")
+    info.add_argument(
+        "--ops",
+        action="store_true",
+        help="the CPU op fallbacks of torch's AOTI headers: implemented or refused at load",
+    )
     bench = sub.add_parser("bench", help="run the benchmark suite (see python -m slimtensor.bench --help)")
     bench.add_argument("args", nargs=argparse.REMAINDER)
     ns = parser.parse_args(argv)
+    if ns.command == "info" and ns.ops:
+        from .aoti import _ops_table
+
+        print(_ops_table.describe())
+        return 0
     if ns.command == "info":
         return _info()
     from . import bench as bench_module

@@ -1,4 +1,5 @@
-/* slimtensor/c/shim_cpu.h: the CPU op fallbacks (torch 2.13's generated c_shim_cpu.h names) that libslimtensor implements.
+/* slimtensor/c/shim_cpu.h: the CPU op fallbacks (torch 2.13's generated c_shim_cpu.h names) that libslimtensor
+ * implements.
  *
  * Same ownership and error rules as slimtensor/c/shim.h. *_out functions write into a caller-provided
  * (possibly strided) out; the others return new references in ret0/ret1. Optional tensors are
@@ -17,23 +18,116 @@ extern "C" {
 SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
                                                          AtenTensorHandle mat1, AtenTensorHandle mat2, double beta,
                                                          double alpha);
-SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
-SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_bmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_mm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                      AtenTensorHandle mat2);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                       AtenTensorHandle mat2);
 SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_baddbmm_out(AtenTensorHandle out, AtenTensorHandle self,
                                                            AtenTensorHandle batch1, AtenTensorHandle batch2,
                                                            double beta, double alpha);
 /* 1-D, 2-D and 3-D convolution (input N,C,spatial...), stride/padding/dilation of length 1 or ndim-2,
  * groups, transposed with output_padding. */
 SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_convolution(
-    AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride,
-    int64_t stride_len_, const int64_t* padding, int64_t padding_len_, const int64_t* dilation,
-    int64_t dilation_len_, int32_t transposed, const int64_t* output_padding, int64_t output_padding_len_,
-    int64_t groups, AtenTensorHandle* ret0);
+    AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride, int64_t stride_len_,
+    const int64_t* padding, int64_t padding_len_, const int64_t* dilation, int64_t dilation_len_, int32_t transposed,
+    const int64_t* output_padding, int64_t output_padding_len_, int64_t groups, AtenTensorHandle* ret0);
 /* Attention of (B,H,L,E) queries over (B,H,S,E) keys and (B,H,S,Ev) values; ret0 = output, ret1 = logsumexp.
  * dropout_p must be 0. */
 SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
     AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, double dropout_p, int32_t is_causal,
     AtenTensorHandle* attn_mask, double* scale, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+
+/* Dim-wise scans (Note [Scan accumulation] in src/aoti/ops/scan_ops.cpp): dtype NULL = int64 for integers and
+ * bool, else self's dtype; accumulates in torch's CPU accumulation type; contiguous result. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_cumsum(AtenTensorHandle self, int64_t dim, int32_t* dtype,
+                                                      AtenTensorHandle* ret0);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_cumprod(AtenTensorHandle self, int64_t dim, int32_t* dtype,
+                                                       AtenTensorHandle* ret0);
+/* Sorting along dim (Note [Sort order] in src/aoti/ops/sort_ops.cpp): NaN above every number, stable ties
+ * when asked; ret0 = values, ret1 = int64 indices, both laid out like self. stable NULL = not stable. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_sort(AtenTensorHandle self, int64_t dim, int32_t descending,
+                                                    AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_sort_stable(AtenTensorHandle self, int32_t* stable, int64_t dim,
+                                                           int32_t descending, AtenTensorHandle* ret0,
+                                                           AtenTensorHandle* ret1);
+/* The k largest (or smallest) along dim, contiguous values and int64 indices; 0 <= k <= size of dim. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_topk(AtenTensorHandle self, int64_t k, int64_t dim, int32_t largest,
+                                                    int32_t sorted, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+
+/* Binary search (Note [searchsorted] in src/aoti/ops/search_ops.cpp): positions of self's values in the rows of
+ * sorted_sequence (left: first e >= v, right: first e > v); side NULL or "left"/"right"; sorter NULL or int64
+ * indices ordering each row; contiguous int64 result (int32 with out_int32) shaped like self. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_searchsorted_Tensor(AtenTensorHandle sorted_sequence,
+                                                                   AtenTensorHandle self, int32_t out_int32,
+                                                                   int32_t right, const char** side,
+                                                                   AtenTensorHandle* sorter, AtenTensorHandle* ret0);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_searchsorted_Scalar(AtenTensorHandle sorted_sequence, double self,
+                                                                   int32_t out_int32, int32_t right, const char** side,
+                                                                   AtenTensorHandle* sorter, AtenTensorHandle* ret0);
+/* searchsorted(boundaries, self) for 1-D boundaries. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_bucketize_Tensor(AtenTensorHandle self, AtenTensorHandle boundaries,
+                                                                int32_t out_int32, int32_t right,
+                                                                AtenTensorHandle* ret0);
+
+/* Indices of the non-zero elements in row-major order (Note [nonzero layout] in src/aoti/ops/nonzero.cpp):
+ * nonzero gives (N, ndim) int64 with strides (1, N); nonzero_static a contiguous (size, ndim) padded with
+ * fill_value. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_nonzero(AtenTensorHandle self, AtenTensorHandle* ret0);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_nonzero_static(AtenTensorHandle self, int64_t size, int64_t fill_value,
+                                                              AtenTensorHandle* ret0);
+/* repeats (1-D int32/int64, >= 0) -> each index i repeated repeats[i] times; output_size NULL or their sum. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_repeat_interleave_Tensor(AtenTensorHandle repeats, int64_t* output_size,
+                                                                        AtenTensorHandle* ret0);
+/* Histogram of `bins` equal bins over [min, max] (Note [histc arithmetic] in src/aoti/ops/histc.cpp). */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_histc(AtenTensorHandle self, int64_t bins, double min, double max,
+                                                     AtenTensorHandle* ret0);
+/* self (broadcast with mask) with mask's true places filled by source's elements in order; contiguous. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_masked_scatter(AtenTensorHandle self, AtenTensorHandle mask,
+                                                              AtenTensorHandle source, AtenTensorHandle* ret0);
+
+/* out = self (out may be self), then scattered along dim (Note [Scatter semantics] in src/aoti/ops/scatter_ops.cpp):
+ * out[.., index[j], ..] = src[j] or value, or reduced with "sum", "prod", "mean", "amax", "amin". */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_scatter_src_out(AtenTensorHandle out, AtenTensorHandle self, int64_t dim,
+                                                               AtenTensorHandle index, AtenTensorHandle src);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_scatter_value_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                                 int64_t dim, AtenTensorHandle index, double value);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_scatter_reduce_two_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                                      int64_t dim, AtenTensorHandle index,
+                                                                      AtenTensorHandle src, const char* reduce,
+                                                                      int32_t include_self);
+
+/* self.clone() with self.select(dim, index[i]) reduced ("prod", "mean", "amax", "amin") with source.select(dim, i). */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_index_reduce(AtenTensorHandle self, int64_t dim, AtenTensorHandle index,
+                                                            AtenTensorHandle source, const char* reduce,
+                                                            int32_t include_self, AtenTensorHandle* ret0);
+
+/* self.clone() with self[indices] = values (accumulate: +=); indices[i] NULL = a full slice (Note [index_put] in
+ * src/aoti/ops/index_put.cpp). */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_index_put(AtenTensorHandle self, const AtenTensorHandle** indices,
+                                                         int64_t indices_len_, AtenTensorHandle values,
+                                                         int32_t accumulate, AtenTensorHandle* ret0);
+
+/* out = self (out may be self), then out[indices] = values (or +=): the index_put fallback that torch declares in
+ * its c/shim.h (inductor's IndexPutFallback calls it); indices[i] NULL = a full slice. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_index_put_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                         const AtenTensorHandle* indices, const uint32_t num_indices,
+                                                         const AtenTensorHandle values, bool accumulate);
+
+/* EmbeddingBag forward (Note [embedding_bag] in src/aoti/ops/embedding_bag.cpp): mode 0 sum, 1 mean, 2 max;
+ * ret0 = (num_bags, D) result, ret1 = offset2bag, ret2 = bag_size, ret3 = max_indices. scale_grad_by_freq and
+ * sparse only concern gradients and are ignored. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu__embedding_bag(AtenTensorHandle weight, AtenTensorHandle indices,
+                                                              AtenTensorHandle offsets, int32_t scale_grad_by_freq,
+                                                              int64_t mode, int32_t sparse,
+                                                              AtenTensorHandle* per_sample_weights,
+                                                              int32_t include_last_offset, int64_t padding_idx,
+                                                              AtenTensorHandle* ret0, AtenTensorHandle* ret1,
+                                                              AtenTensorHandle* ret2, AtenTensorHandle* ret3);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu__embedding_bag_forward_only(
+    AtenTensorHandle weight, AtenTensorHandle indices, AtenTensorHandle offsets, int32_t scale_grad_by_freq,
+    int64_t mode, int32_t sparse, AtenTensorHandle* per_sample_weights, int32_t include_last_offset,
+    int64_t padding_idx, AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2,
+    AtenTensorHandle* ret3);
 
 /* Threads of the BLAS behind the float32/float64 fallbacks (scipy-openblas32). slimtensor's
  * set_num_threads calls it; n < 1 means 1. */
@@ -44,7 +138,7 @@ SLIMTENSOR_C_API int32_t slimtensor_blas_get_num_threads(void);
 SLIMTENSOR_C_API const char* slimtensor_blas_info(void);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* SLIMTENSOR_C_SHIM_CPU_H_ */

@@ -88,8 +88,8 @@ class AOTIModel:
             raise AOTIError(
                 f"slimtensor.aoti.load(): {path!r} calls {len(missing)} shim function(s) slimtensor does "
                 f"not implement: {', '.join(missing)}. slimtensor implements torch {_TORCH_ABI}'s shims "
-                "for tensors and the CPU fallbacks addmm/mm/bmm/baddbmm/convolution/SDPA; a model from "
-                "another torch version, or one using other fallback ops, needs them added."
+                "for tensors and the CPU op fallbacks that 'slimtensor info --ops' lists as implemented; a "
+                "model from another torch version, or one using other fallback ops, needs them added."
             )
         if "AOTInductorModelContainerCreateWithDevice" not in _elf.defined_symbols(files.so_path):
             raise ValueError(
