@@ -24,7 +24,19 @@ LAYOUT_TITLES = {
     "bcast": "broadcast row (N,) → N × N",
     "slice": "strided slice [:, ::2] → contiguous",
 }
+# The same in a few words, for the bars of the speed-up panel.
+LAYOUT_SHORT = {"c2c": "contig.", "t2c": "transp. src", "c2t": "transp. dst", "p2c": "NCHW→NHWC",
+                "c2p": "NHWC→NCHW", "bcast": "broadcast", "slice": "slice"}
 LABEL_PT, TICK_PT, TITLE_PT = 9.5, 8.5, 10.5
+
+
+def _plain_log_labels(ax) -> None:
+    """Tick labels like 3, 10, 30 on a log axis (not 3×10⁰)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def _load(results: Any) -> dict:
@@ -65,6 +77,7 @@ def _ratio_bars(ax, labels: list[str], ratios: list[dict], peers: list[str], tit
         ax.bar(xs, vals, width=width, color=PEER_COLOURS.get(peer, "#7f7f7f"), label=f"vs {peer}")
     ax.axhline(1.0, color="#333333", linewidth=0.8)
     ax.set_yscale("log")
+    _plain_log_labels(ax)
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=TICK_PT)
     ax.tick_params(axis="y", labelsize=TICK_PT)
@@ -106,7 +119,8 @@ def _copies(data: dict, dtype: str, threads: int):
         ax.set_yscale("log")
         ax.set_xticks(sizes)
         ax.set_xticklabels([_size_label(s) for s in sizes], fontsize=TICK_PT)
-        ax.tick_params(axis="y", labelsize=TICK_PT)
+        ax.tick_params(axis="y", which="both", labelsize=TICK_PT)
+        _plain_log_labels(ax)
         ax.set_title(LAYOUT_TITLES.get(layout, layout), fontsize=TITLE_PT)
         ax.set_xlabel("bytes copied (source size)", fontsize=LABEL_PT)
         ax.set_ylabel("GB/s (read + written)", fontsize=LABEL_PT)
@@ -115,9 +129,9 @@ def _copies(data: dict, dtype: str, threads: int):
     ax = fig.add_subplot(grid[rows, :])
     ordered = sorted(cases, key=lambda c: (_LAYOUT_ORDER.index(c["params"]["layout"]), c["params"]["size_bytes"]))
     peers = [p for p in ("numpy", "torch") if any(p in c["ratios"] for c in ordered)]
-    _ratio_bars(ax, [f"{c['params']['layout']} {_size_label(c['params']['size_bytes'])}" for c in ordered],
-                [c["ratios"] for c in ordered], peers,
-                "slimtensor's speed-up per case (layout code and size; the codes are the panels above)")
+    _ratio_bars(ax, [f"{LAYOUT_SHORT.get(c['params']['layout'], c['params']['layout'])} "
+                     f"{_size_label(c['params']['size_bytes'])}" for c in ordered],
+                [c["ratios"] for c in ordered], peers, "slimtensor's speed-up per layout and size")
     thread_words = "1 thread" if threads == 1 else f"{threads} threads"
     fig.suptitle(f"copy_ bandwidth, {dtype.replace('-', ' → ')}, {thread_words}: median GB/s with the "
                  "interquartile band, per layout and size", fontsize=TITLE_PT + 0.5)
