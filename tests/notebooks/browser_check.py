@@ -162,9 +162,11 @@ def _check_notebook(browser, url: str, token: str, name: str, out_dir: Path, tim
     from selenium.webdriver.common.by import By
 
     stem = Path(name).stem
-    browser.get(f"{url}/lab/tree/{name}?token={token}")
-    _wait(browser, "return !!(window.jupyterapp && document.querySelector('.jp-NotebookPanel'))", 60,
-          "the notebook to open")
+    # a workspace of its own (reset): only this notebook is open, and it is the current widget
+    browser.get(f"{url}/lab/workspaces/{stem}/tree/{name}?reset&token={token}")
+    _wait(browser, "return !!(window.jupyterapp && document.querySelector('.jp-NotebookPanel') && "
+          f"window.jupyterapp.shell.currentWidget && window.jupyterapp.shell.currentWidget.title.label === '{name}')",
+          60, "the notebook to open")
     kernel_idle = (
         "const w = window.jupyterapp.shell.currentWidget; return !!(w && w.sessionContext"
         " && w.sessionContext.session && w.sessionContext.session.kernel && "
@@ -178,14 +180,14 @@ def _check_notebook(browser, url: str, token: str, name: str, out_dir: Path, tim
     )
     browser.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     started = (
-        "return [...document.querySelectorAll('.jp-InputArea-prompt')].some(e => "
+        "return [...window.jupyterapp.shell.currentWidget.node.querySelectorAll('.jp-InputArea-prompt')].some(e => "
         "/\\[(\\*|\\d+)\\]/.test(e.textContent))"
     )
-    _wait(browser, started, 30, "the first cell to start")
+    _wait(browser, started, 90, "the first cell to start")
     try:
         _wait(
             browser,
-            "const p=[...document.querySelectorAll('.jp-InputArea-prompt')]"
+            "const p=[...window.jupyterapp.shell.currentWidget.node.querySelectorAll('.jp-InputArea-prompt')]"
             ".map(e=>e.textContent); return p.length>0 && p.every(t=>!t.includes('*')) && "
             "p.some(t=>/\\[\\d+\\]/.test(t))",
             timeout,

@@ -110,6 +110,7 @@ def test_labels_never_overlap_and_stay_inside_the_figure():
         fig = st.viz.lifetimes(tr, axis=axis)
         boxes = _label_boxes(fig)
         assert len(boxes) > 10
+        assert fig.get_figwidth() <= 9.6  # a notebook's output area: wider pictures get cut there
         width, height = fig.bbox.width, fig.bbox.height
         for k, (text, box) in enumerate(boxes):
             assert box.x0 >= -1 and box.y0 >= -1 and box.x1 <= width + 1 and box.y1 <= height + 1, (axis, text)

@@ -36,7 +36,7 @@ def tensor_colour(i: int) -> str:
     return TENSOR_COLOURS[i % len(TENSOR_COLOURS)]
 
 
-# Font sizes (points), chosen to stay readable in a notebook (the inline display scales them by 0.9).
+# Font sizes (points), chosen to stay readable in a notebook (the inline display scales them by 1.2).
 TITLE_PT = 12.0
 CAPTION_PT = 9.0
 INDEX_PT = 8.5

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from .._C import Tensor
 
-MIN_WIDTH_CELLS = 18  # narrower pictures cannot hold their captions
+MIN_WIDTH_CELLS = 14  # narrower pictures cannot hold their captions
 MAX_WALK_CELLS = 64  # the memory-order line is drawn on grids up to this many cells
 
 

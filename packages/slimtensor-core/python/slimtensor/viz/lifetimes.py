@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 MAX_STORAGES = 60  # storage rows drawn; the rest are counted in the title
 MAX_TENSORS_PER_ROW = 10  # tensor bars drawn under one storage; the rest are counted in its label
-ROW_INCHES = 0.2  # height of one row (a storage or a tensor bar)
+ROW_INCHES = 0.2
+MAX_WIDTH_INCHES = 9.5  # height of one row (a storage or a tensor bar)
 LABEL_PT = 8.0  # font size of the labels
 IDLE_SHARE = 0.5  # axis="auto" picks the event order when one gap between events is this share of the trace
 TENSOR_COLOUR, HANDLE_COLOUR, COPY_COLOUR = "#555555", "#b8860b", "#d62728"
@@ -118,8 +119,10 @@ def lifetimes(tr: Trace, *, axis: Literal["auto", "events", "time"] = "auto",
     n_rows = max(y, 1.0)
 
     longest = max((len(label) for _, label, _, _ in rows), default=20)
-    label_w = min(7.5, 0.6 + longest * LABEL_PT * 0.55 / 72)
-    plot_w = 6.0
+    # The whole picture stays within a notebook's output width (about 9.5 in, 900 px): the label column takes
+    # what its longest label needs (DejaVu Sans: about 0.6 em per character), the plot the rest.
+    label_w = min(5.0, 0.3 + longest * LABEL_PT * 0.6 / 72)
+    plot_w = max(4.0, MAX_WIDTH_INCHES - label_w)
     height = n_rows * ROW_INCHES + (1.7 if clock.mode == "events" else 1.3)
     fig = new_figure(plot_w + label_w, max(2.4, height))
     grid = fig.add_gridspec(1, 2, width_ratios=[plot_w, label_w], wspace=0.0)
@@ -242,10 +245,10 @@ def _storage_label(s: StorageLife, copies: list[Event]) -> str:
     size = f" {s.bytes} B" if s.bytes or s.owning is not None else ""
     words = [f"storage #{s.id}{size} {s.device}, {how}"]
     if s.freed_ns is None:
-        words.append("alive at the end")
+        words.append("alive at end")
     for c in copies[:2]:
-        conv = f", {c.src_dtype} → {c.dtype}" if c.src_dtype and c.dtype and c.src_dtype != c.dtype else ""
-        words.append(f"copy of {c.bytes} B from #{c.src_storage_id}{conv}")
+        conv = f", {c.src_dtype}→{c.dtype}" if c.src_dtype and c.dtype and c.src_dtype != c.dtype else ""
+        words.append(f"copied from #{c.src_storage_id}{conv}")
     if len(copies) > 2:
         words.append(f"+{plural(len(copies) - 2, 'copy')} more")
     extra = len(s.tensors) + len(s.handles) - MAX_TENSORS_PER_ROW
