@@ -84,6 +84,7 @@ def test_every_plot_says_what_it_measures_in_readable_type(tiny_run):
     _, results, _ = tiny_run
     for fig in (benchmark(results), benchmark(results, kind="call")):
         assert fig.get_suptitle()
+        assert fig.get_figwidth() <= 9.6  # a notebook's output area crops wider pictures
         for ax in fig.axes:
             assert ax.get_title() and ax.get_ylabel(), ax
             for label in [*ax.get_xticklabels(), *ax.get_yticklabels(), ax.xaxis.label, ax.yaxis.label, ax.title]:

@@ -21,7 +21,7 @@ UNREACHED_HATCH = "//"  # storage the view does not reach
 OVERLAP_EDGE = "#d62728"  # outline of a storage element reached more than once (self-overlap)
 GRID_EDGE = "#333333"
 CELL_INCHES = 0.36  # side of one drawn cell
-STRIP_WRAP = 32  # storage elements per row of the storage strip
+STRIP_WRAP = 24  # storage elements per row of the storage strip (keeps pictures within 9.5 in)
 
 # Limits beyond which a picture summarises instead of drawing every cell.
 MAX_LOGICAL_CELLS = 256

@@ -98,9 +98,9 @@ def _copies(data: dict, dtype: str, threads: int):
         raise ValueError(f"benchmark(): no copy results for {dtype} with {threads} thread(s); the results hold: "
                          f"{', '.join(available) or 'no copy cases'}")
     layouts = [lay for lay in _LAYOUT_ORDER if any(c["params"]["layout"] == lay for c in cases)]
-    cols = min(4, len(layouts))
+    cols = min(3, len(layouts))  # at most 9.5 in wide: a notebook output area crops wider pictures
     rows = math.ceil(len(layouts) / cols)
-    fig = _figure(3.8 * cols, 3.0 * rows + 3.6)
+    fig = _figure(3.15 * cols, 2.9 * rows + 3.6)
     grid = fig.add_gridspec(rows + 1, cols, height_ratios=[1] * rows + [1.25])
     for n, layout in enumerate(layouts):
         ax = fig.add_subplot(grid[n // cols, n % cols])
@@ -142,7 +142,7 @@ def _calls(data: dict):
     cases = [c for c in data["cases"] if c["group"] == "call" and not c.get("skipped")]
     if not cases:
         raise ValueError("benchmark(): the results hold no per-call cases (group 'call')")
-    fig = _figure(11, 7.5)
+    fig = _figure(9.5, 7.5)
     grid = fig.add_gridspec(2, 1, height_ratios=[1.3, 1])
     ax = fig.add_subplot(grid[0])
     libs = ("slimtensor", "numpy", "torch")
