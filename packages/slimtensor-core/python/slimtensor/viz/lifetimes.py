@@ -6,8 +6,8 @@ a column to the right of the plot at that row's height, so no two labels can ove
 the plot's edge; copies are arrows between storage rows, described in the destination storage's label.
 The x axis is either the order of events (event k at x = k) or wall time. Wall time is honest but often
 mostly idle (gc.collect() alone takes tens of milliseconds and squeezes everything else into a sliver), so
-``axis="auto"`` picks the event order when one quiet stretch takes most of the trace, and then marks the
-wall time of the events on a second axis along the top.
+``axis="auto"`` picks the event order when one quiet stretch takes half the trace or half the events
+crowd into a tenth of it, and then marks the wall time of the events on a second axis along the top.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ MAX_TENSORS_PER_ROW = 10  # tensor bars drawn under one storage; the rest are co
 ROW_INCHES = 0.2
 MAX_WIDTH_INCHES = 9.5  # height of one row (a storage or a tensor bar)
 LABEL_PT = 8.0  # font size of the labels
-IDLE_SHARE = 0.5  # axis="auto" picks the event order when one gap between events is this share of the trace
+IDLE_SHARE = 0.5  # axis="auto" picks the event order when one gap between events is this share of the trace,
+CROWDED_SHARE = 0.1  # or when half of the events happen within this share of it
 TENSOR_COLOUR, HANDLE_COLOUR, COPY_COLOUR = "#555555", "#b8860b", "#d62728"
 
 # Names the core records for how a tensor was made, in the words of the call the user wrote.
@@ -66,7 +67,7 @@ def lifetimes(tr: Trace, *, axis: Literal["auto", "events", "time"] = "auto",
 
     ``axis``: "events" spaces events evenly in the order they happened (the wall time of each is marked
     along the top), "time" uses wall time, "auto" (the default) picks "events" when one idle stretch takes
-    at least half of the trace and "time" otherwise.
+    at least half of the trace or half of the events happen within a tenth of it, and "time" otherwise.
     """
     if not isinstance(tr, Trace):
         raise TypeError(
@@ -185,7 +186,10 @@ class _Clock:
         points = [self.start, *times, self.stop]
         idle = max((b - a for a, b in zip(points, points[1:])), default=0)
         if axis == "auto":
-            axis = "events" if len(times) >= 3 and idle >= IDLE_SHARE * span else "time"
+            half = len(times) // 2  # the busiest half of the events: the narrowest window that holds it
+            busiest = min((times[k + half] - times[k] for k in range(len(times) - half)), default=span)
+            crowded = len(times) >= 8 and busiest < CROWDED_SHARE * span
+            axis = "events" if len(times) >= 3 and (idle >= IDLE_SHARE * span or crowded) else "time"
         self.mode = axis
         self.index = {}  # time -> first event index with that time
         for k, t in enumerate(times):
