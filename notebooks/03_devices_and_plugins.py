@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python (slimtensor)
 #     language: python
@@ -130,12 +132,9 @@ x.T
 # %%
 from pathlib import Path  # noqa: E402
 
-candidates = sorted(Path(st.__file__).parent.rglob("device_plugin.h"))
-if candidates:
-    print("".join(candidates[0].read_text().splitlines(keepends=True)[:40]))
-else:
-    print("skipped: slimtensor/c/device_plugin.h is not installed in this environment (an editable build "
-          "keeps it in packages/slimtensor-core/include)")
+header = Path(st.include_dir()) / "slimtensor" / "c" / "device_plugin.h"  # also in an editable install
+print(f"{header}:\n")
+print("".join(header.read_text().splitlines(keepends=True)[:40]))
 
 # %% [markdown]
 # **What to remember:** the CPU is built in, every other device is a pip-installable plugin found

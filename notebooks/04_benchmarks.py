@@ -43,13 +43,55 @@ from slimtensor.viz.benchmark import benchmark
 #
 # `--quick` keeps to the 4 KiB and 1 MiB sizes with three samples per library, under a minute. (When the
 # notebook runs inside the test suite, `SLIMTENSOR_QUICK=1` narrows it further to a few cases.)
+#
+# The lab kernel has no torch (torch is a build-time tool here, see notebook 05), so the torch columns come
+# from running the same suite in the compile environment `.venv-compile` that `make lab` sets up, where
+# slimtensor, numpy and torch share one process: every number below is from this machine, now.
 
 # %%
+import importlib.util  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+
 quick_filter = None
 if os.environ.get("SLIMTENSOR_QUICK") == "1":
     quick_filter = ["call/permute", "call/item", "call/shape", "copy/c2c/float32-float32", "copy/t2c/float32-float32",
                     "copy/p2c/float32-float32"]
-results = bench.run(quick=True, filter=quick_filter, progress=False)
+
+
+def compile_env_python() -> str | None:
+    """.venv-compile's interpreter (set up by `make lab`: slimtensor and torch 2.13.0 side by side)."""
+    for folder in [Path.cwd(), *Path.cwd().parents]:
+        candidate = folder / ".venv-compile" / "bin" / "python"
+        if candidate.exists():
+            return str(candidate)
+    return None
+
+
+peer_python = compile_env_python()
+if importlib.util.find_spec("torch") is not None:
+    where = "this kernel (torch is installed next to it)"
+    results = bench.run(quick=True, filter=quick_filter, progress=False)
+elif peer_python is not None:
+    # The lab kernel has no torch, on purpose; the compile environment has slimtensor and torch in one
+    # process, so running the suite there measures all three libraries in the same run, on this machine.
+    where = f"the compile environment ({peer_python})"
+    out = Path(tempfile.mkdtemp(prefix="slimtensor-bench-")) / "quick.json"
+    args = [peer_python, "-m", "slimtensor.bench", "--quick", "--quiet", "--out", str(out)]
+    for pattern in quick_filter or []:
+        args += ["--filter", pattern]
+    print("running the quick suite in", where, "(progress below) ...", flush=True)
+    with subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True) as proc:
+        for line in proc.stderr:
+            print("  " + line.rstrip(), flush=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the benchmark run in {peer_python} failed (exit {proc.returncode})")
+    results = bench.load(str(out))
+else:
+    where = "this kernel, without torch"
+    print("note: no torch here and no .venv-compile (run `make lab` to set it up): the torch columns stay empty")
+    results = bench.run(quick=True, filter=quick_filter, torch=False, progress=False)
+print(f"measured in {where}: torch {results['versions'].get('torch') or 'not measured'}")
 print(_report.table(results))
 
 # %% [markdown]

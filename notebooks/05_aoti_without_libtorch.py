@@ -28,38 +28,58 @@
 # 3. trace its memory: every buffer the model allocates, every AOTI handle it creates and deletes.
 
 # %%
-import importlib.util
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
 import slimtensor as st
 
-HAVE_TORCH = importlib.util.find_spec("torch") is not None
-try:
-    from slimtensor import aoti
-    HAVE_AOTI = hasattr(aoti, "load")
-except ImportError as e:
-    aoti, HAVE_AOTI, AOTI_ERROR = None, False, str(e)
-else:
-    AOTI_ERROR = "slimtensor.aoti has no load()"
-print("torch installed:", HAVE_TORCH, "| st.aoti available:", HAVE_AOTI)
-if not HAVE_TORCH:
-    print("skipped: torch is not installed, so no model can be compiled here; install torch (CPU is "
-          "enough) to run this notebook. Running an already compiled .pt2 needs only slimtensor.")
-if not HAVE_AOTI:
-    print(f"skipped: the AOTI runner is not available in this build of slimtensor ({AOTI_ERROR})")
-READY = HAVE_TORCH and HAVE_AOTI
+
+def compile_python() -> str | None:
+    """The interpreter that has torch: $SLIMTENSOR_COMPILE_PYTHON, the .venv-compile that `make lab` sets up,
+    or this kernel's own interpreter when torch is installed next to it (the test environment)."""
+    if os.environ.get("SLIMTENSOR_COMPILE_PYTHON"):
+        return os.environ["SLIMTENSOR_COMPILE_PYTHON"]
+    for folder in [Path.cwd(), *Path.cwd().parents]:
+        candidate = folder / ".venv-compile" / "bin" / "python"
+        if candidate.exists():
+            return str(candidate)
+    import importlib.util
+
+    return sys.executable if importlib.util.find_spec("torch") is not None else None  # finds, never imports
+
+
+def libtorch_mapped() -> list[str]:
+    """The libtorch libraries mapped into this very process (Linux: /proc/self/maps)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            return sorted({line.split()[-1] for line in maps if "libtorch" in line})
+    except OSError:
+        return ["(cannot read /proc/self/maps on this system)"]
+
+
+COMPILER = compile_python()
+print("torch for compiling:", COMPILER or "none found")
+print("libtorch mapped into this kernel:", libtorch_mapped() or "none")
+if COMPILER is None:
+    print("skipped: no Python with torch was found to compile the model: run `make lab` (it sets up "
+          ".venv-compile with a CPU build of torch 2.13.0) or set SLIMTENSOR_COMPILE_PYTHON. Running an "
+          "already compiled .pt2 needs only slimtensor.")
+READY = COMPILER is not None
 
 # %% [markdown]
 # ## 1. Compile in a subprocess
 #
 # The script below is an ordinary torch program: define a model, `torch.export` it, and package it with
 # `aoti_compile_and_package`. It also saves an input and torch's own output, to check our result
-# against. It runs in its own interpreter, so this kernel never loads libtorch.
+# against. It runs in its own interpreter (the compile environment, `.venv-compile`, that `make lab` sets up
+# with a CPU build of torch), so this kernel never loads libtorch.
 
 # %%
 COMPILE = textwrap.dedent('''
@@ -90,12 +110,16 @@ COMPILE = textwrap.dedent('''
 
 workdir = Path(tempfile.mkdtemp(prefix="slimtensor-aoti-"))
 if READY:
-    run = subprocess.run([sys.executable, "-c", COMPILE, str(workdir)], capture_output=True, text=True,
-                         timeout=900)
+    version = subprocess.run([COMPILER, "-c", "import torch; print(torch.__version__)"], capture_output=True,
+                             text=True, timeout=300).stdout.strip()
+    print(f"compiling TinyNet (Linear 8->16, ReLU, Linear 16->4, softmax) with torch {version} "
+          f"({COMPILER}) into {workdir}; this takes a minute or two ...", flush=True)
+    started = time.monotonic()
+    run = subprocess.run([COMPILER, "-c", COMPILE, str(workdir)], capture_output=True, text=True, timeout=900)
     if run.returncode != 0:
         print(run.stderr[-3000:])
         raise RuntimeError("compiling the model failed (see above)")
-    print("compiled:", sorted(p.name for p in workdir.iterdir()))
+    print(f"compiled in {time.monotonic() - started:.0f} s:", sorted(p.name for p in workdir.iterdir()))
     print("torch imported in this kernel:", "torch" in sys.modules)
 
 # %% [markdown]
@@ -103,7 +127,7 @@ if READY:
 
 # %%
 if READY:
-    model = aoti.load(str(workdir / "tiny.pt2"), device="cpu")
+    model = st.aoti.load(str(workdir / "tiny.pt2"), device="cpu")
     x = st.from_numpy(np.load(workdir / "x.npy"))
     outputs = model(x)
     y = outputs[0] if isinstance(outputs, (list, tuple)) else outputs
@@ -143,6 +167,8 @@ if READY:
 if READY:
     display(y)  # noqa: F821 - IPython's display
     print("torch imported in this kernel:", "torch" in sys.modules)
+    print("libtorch mapped into this kernel:", libtorch_mapped() or "none")
+    shutil.rmtree(workdir, ignore_errors=True)
 
 # %% [markdown]
 # **What to remember:** torch is a *build-time* tool here. The `.pt2` package carries a shared library

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -84,6 +85,12 @@ def _cache_dir(zoo: str = "model_zoo") -> str:
     return os.path.join(CACHE, h.hexdigest()[:16] if zoo == "model_zoo" else f"{zoo}-{h.hexdigest()[:16]}")
 
 
+def say(message: str) -> None:
+    """One line on the real terminal, even while pytest captures output (long work must not be silent)."""
+    stream = sys.__stderr__ or sys.stderr
+    print(f"[slimtensor tests] {message}", file=stream, flush=True)
+
+
 def compile_models(names: list[str], zoo: str = "model_zoo") -> str:
     """Compiles (once, under a file lock) the named models of tests/aoti/<zoo>.py; returns the folder holding
     NAME.pt2/.npz/.json."""
@@ -103,6 +110,9 @@ def compile_models(names: list[str], zoo: str = "model_zoo") -> str:
                 env["LD_PRELOAD"] = " ".join(filter(None, [env.get("LD_PRELOAD"), sleef_library()]))
             # one compiler process per core (each compiles its share of the models one after the other)
             jobs = max(1, min(len(todo), os.cpu_count() or 1))
+            # Long work says what it does, past pytest's capture: which models, where, and each as it is done.
+            say(f"compiling {len(todo)} AOTInductor test models once with torch {TORCH_VERSION} into {out} "
+                f"({jobs} process(es); a few minutes on 2 cores): {', '.join(todo)}")
             procs = [
                 subprocess.Popen(
                     [
@@ -120,11 +130,28 @@ def compile_models(names: list[str], zoo: str = "model_zoo") -> str:
                 )
                 for i in range(jobs)
             ]
+            outputs = [[] for _ in procs]
+
+            def forward(proc, lines):
+                for line in proc.stdout:
+                    lines.append(line)
+                    say(line.rstrip())
+
+            errors = [[] for _ in procs]
+            readers = [threading.Thread(target=forward, args=(p, lines), daemon=True)
+                       for p, lines in zip(procs, outputs, strict=True)]
+            readers += [threading.Thread(target=lambda p, e: e.extend(p.stderr), args=(p, e), daemon=True)
+                        for p, e in zip(procs, errors, strict=True)]
+            for r in readers:
+                r.start()
             failures = []
             for p in procs:
-                stdout, stderr = p.communicate(timeout=1800)
+                p.wait(timeout=1800)
+            for r in readers:
+                r.join(timeout=60)
+            for p, lines, err in zip(procs, outputs, errors, strict=True):
                 if p.returncode != 0:
-                    failures.append(f"{stdout[-4000:]}\n{stderr[-8000:]}")
+                    failures.append(f"{''.join(lines)[-4000:]}\n{''.join(err)[-8000:]}")
             if failures:
                 raise RuntimeError("compiling test models failed:\n" + "\n".join(failures))
     return out

@@ -78,6 +78,7 @@ def main() -> None:
         if os.path.exists(os.path.join(out_dir, f"{name}.pt2")):
             continue
         t0 = time.time()
+        print(f"compiling {name} ...", flush=True)
         compile_one(out_dir, name, zoo)
         print(f"compiled {name} in {time.time() - t0:.1f}s", flush=True)
 

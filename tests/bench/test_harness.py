@@ -104,3 +104,22 @@ def test_console_command_forwards_to_the_suite(tmp_path):
     from slimtensor import cli
 
     assert cli.main(["bench", "--list", "--quick", "--filter", "call/item"]) == 0
+
+
+def test_progress_without_tqdm_is_a_plain_counter(monkeypatch, capsys):
+    import builtins
+
+    from slimtensor import bench
+
+    real_import = builtins.__import__
+
+    def no_tqdm(name, *args, **kwargs):
+        if name == "tqdm":
+            raise ImportError("no tqdm here")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_tqdm)
+    results = bench.run(quick=True, filter=["call/item", "call/shape"], torch=False, progress=True)
+    err = capsys.readouterr().err
+    assert len(results["cases"]) == 2
+    assert "[1/2] call/item" in err and "[2/2] call/shape" in err and "2/2 cases in" in err, err

@@ -221,7 +221,11 @@ def test_uninitialised_instances_refuse_safely():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for cls, attr in [(st.Tensor, "numel"), (st.Storage, "nbytes"), (st.Device, "type")]:
-            obj = cls.__new__(cls)
+            try:
+                obj = cls.__new__(cls)
+            except TypeError:  # Tensor.__new__ is st.Tensor(data): it makes no uninitialised instance
+                assert cls is st.Tensor
+                continue
             with pytest.raises(TypeError):
                 v = getattr(obj, attr)
                 v() if callable(v) else None

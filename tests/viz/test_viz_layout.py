@@ -7,7 +7,7 @@ import pytest
 import slimtensor as st
 from slimtensor.viz._style import element_colour
 
-from ._figures import axes, hatched, patches, texts
+from ._figures import axes, hatched, patches, renderer, texts
 
 pytest.importorskip("matplotlib", reason="slimtensor.viz draws with matplotlib")
 
@@ -155,3 +155,79 @@ def test_memory_walk_goes_down_columns_after_a_transpose():
     assert len(xs) == 12 and len(set(xs[:4])) == 1 and len(set(ys[:4])) == 4  # down a column first
     xs, _ = walk(st.viz.layout(st.arange(3, dtype=st.float32).expand(4, 3)))
     assert len(xs) == 3  # shared elements are visited once
+
+
+# --- readable pictures: type sizes, label fit, colours, captions -------------------------------------------
+
+
+def _drawn_texts(fig):
+    from matplotlib.text import Text
+
+    renderer(fig)
+    return [t for t in fig.findobj(Text) if t.get_text().strip() and t.get_visible()]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: st.arange(12, dtype=st.float32).reshape(3, 4)[:, ::2],
+     lambda: st.arange(24, dtype=st.float32).reshape(2, 3, 4).permute(2, 0, 1),
+     lambda: st.arange(3, dtype=st.float32).expand(4, 3),
+     lambda: st.zeros((1024, 1024), dtype=st.float32)[::2, 8:]],
+    ids=["slice", "rank3", "expand", "large"],
+)
+def test_no_text_is_smaller_than_the_readable_minimum(make):
+    from slimtensor.viz._display import DISPLAY_SCALE
+    from slimtensor.viz._style import MIN_PT
+
+    fig = st.viz.layout(make())
+    for t in _drawn_texts(fig):
+        # at least 9 pt (12 px at 100% zoom) in the notebook, after the inline display's scale
+        assert t.get_fontsize() >= MIN_PT and MIN_PT * DISPLAY_SCALE >= 9.0, (t.get_text(), t.get_fontsize())
+
+
+def test_large_grid_labels_fit_inside_their_cells():
+    big = st.zeros((1024, 1024), dtype=st.float32)[::2, 8:]
+    fig = st.viz.layout(big)
+    ax = axes(fig, "logical")
+    r = renderer(fig)
+    cells = patches(ax, "logical-cell")
+    labels = [t for t in ax.texts if t.get_gid() == "cell-label"]
+    assert len(labels) == len(cells) == 36 and max(len(t.get_text()) for t in labels) == 7  # 1047551
+    for cell, label in zip(cells, labels, strict=True):
+        box, text = cell.get_window_extent(r), label.get_window_extent(r)
+        assert box.x0 <= text.x0 and text.x1 <= box.x1 and box.y0 <= text.y0 and text.y1 <= box.y1, label.get_text()
+
+
+def test_element_colours_are_distinct_for_the_first_24_elements():
+    from matplotlib.colors import to_rgb
+
+    colours = [to_rgb(element_colour(e)) for e in range(24)]
+
+    def distance(a, b):  # "redmean" colour difference on 0..255
+        r = (a[0] + b[0]) / 2 * 255
+        d = [(x - y) * 255 for x, y in zip(a, b, strict=True)]
+        return ((2 + r / 256) * d[0] ** 2 + 4 * d[1] ** 2 + (3 - r / 256) * d[2] ** 2) ** 0.5
+
+    worst = min(distance(a, b) for i, a in enumerate(colours) for b in colours[i + 1:])
+    assert worst > 60, worst
+    assert element_colour(0) != element_colour(8) and element_colour(0) == element_colour(24)
+    white = min(distance(c, (1.0, 1.0, 1.0)) for c in colours)
+    assert white > 100, white  # never mistaken for a hatched (unreached) white cell
+
+
+def test_a_view_borrowed_from_numpy_shows_the_whole_array_as_its_storage():
+    base = np.arange(12, dtype=np.float32)
+    a = base.reshape(3, 4)[:, ::2]
+    t = st.from_numpy(a)
+    assert t.storage().nbytes == 48 and t.storage_offset() == 0 and t.stride() == (4, 2)
+    fig = st.viz.layout(t)
+    assert "storage 12 elements" in fig.texts[-1].get_text()
+    assert len(patches(axes(fig, "storage"), "storage-unreached")) == 6
+    tail = st.from_numpy(base[5:9])
+    assert tail.storage_offset() == 5 and tail.storage().nbytes == 48 and tail.tolist() == [5, 6, 7, 8]
+    assert tail.data_ptr() == base[5:].ctypes.data
+    tail[0] = -1.0
+    assert base[5] == -1.0  # still the same memory
+    ro = base[2:4]
+    ro.flags.writeable = False
+    assert st.from_numpy(ro).is_read_only  # a read-only view of a writable base stays read-only

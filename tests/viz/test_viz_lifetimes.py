@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import gc
 
+import numpy as np
 import pytest
 import slimtensor as st
 from slimtensor.trace import Trace
+from slimtensor.viz.lifetimes import plural
 
-from ._figures import axes, patches
+from ._figures import axes, drawn_texts, patches, renderer, texts
 
 pytest.importorskip("matplotlib", reason="slimtensor.viz draws with matplotlib")
 
@@ -32,6 +34,7 @@ def test_a_traced_program_draws_a_bar_per_storage_and_tensor():
     assert len(patches(ax, "storage-bar")) == len(allocated)
     assert len(patches(ax, "tensor-bar")) == len({e.id for e in tr.events if e.kind == "tensor_create"})
     assert len(patches(ax, "copy-arrow")) == 1
+    assert fig.get_suptitle().endswith("1 copy")  # not "1 copies"
     # c and d outlive the trace: their bars end open (hatched)
     assert len(patches(ax, "storage-open-end")) == len(allocated - freed) == 2
     assert [t.get_text() for t in ax.get_yticklabels()] == ["cpu"]
@@ -70,7 +73,7 @@ def test_max_storages_limits_the_rows_and_says_so():
     fig = st.viz.lifetimes(Trace.from_records(records), max_storages=4)
     ax = axes(fig, "lifetimes")
     assert len(patches(ax, "storage-bar")) == 4
-    assert "6 storages not drawn" in ax.get_title(loc="left")
+    assert "(6 not drawn; max_storages=4)" in fig.get_suptitle()
 
 
 def test_lifetimes_argument_errors():
@@ -81,3 +84,71 @@ def test_lifetimes_argument_errors():
         st.viz.lifetimes(tr)
     with pytest.raises(ValueError, match=r"lifetimes\(\): max_storages must be a positive int, got 0"):
         st.viz.lifetimes(Trace.from_records([]), max_storages=0)
+
+
+def _trace_of_a_typical_cell():
+    with st.trace() as tr:
+        a = st.empty((4, 6), dtype=st.float32)
+        b = a.permute(1, 0)
+        c = b.contiguous()
+        arr = np.arange(12, dtype=np.float32)
+        n = st.from_numpy(arr)
+        shared = np.from_dlpack(st.arange(4, dtype=st.float32))
+        del a, b, arr, n, shared
+        gc.collect()  # tens of milliseconds of idle wall time
+    return tr, c
+
+
+def _label_boxes(fig):
+    r = renderer(fig)
+    return [(t.get_text(), t.get_window_extent(r)) for t in drawn_texts(fig)]
+
+
+def test_labels_never_overlap_and_stay_inside_the_figure():
+    tr, c = _trace_of_a_typical_cell()
+    for axis in ("events", "time"):
+        fig = st.viz.lifetimes(tr, axis=axis)
+        boxes = _label_boxes(fig)
+        assert len(boxes) > 10
+        assert fig.get_figwidth() <= 9.6  # a notebook's output area: wider pictures get cut there
+        width, height = fig.bbox.width, fig.bbox.height
+        for k, (text, box) in enumerate(boxes):
+            assert box.x0 >= -1 and box.y0 >= -1 and box.x1 <= width + 1 and box.y1 <= height + 1, (axis, text)
+            for other, obox in boxes[k + 1:]:
+                assert not box.overlaps(obox), (axis, text, other)
+    del c
+
+
+def test_operation_names_are_the_calls_the_user_wrote():
+    tr, c = _trace_of_a_typical_cell()
+    labels = " ".join(texts(axes(st.viz.lifetimes(tr), "labels")))
+    assert "from_numpy" in labels and "borrowed from ndarray" in labels and "permute" in labels
+    assert "copy (contiguous, clone, to or reshape)" in labels
+    for internal in ("share", "from_buffer", "empty_strided"):
+        assert internal not in labels, labels
+    del c
+
+
+def test_the_event_order_axis_is_the_default_when_wall_time_is_mostly_idle():
+    tr, c = _trace_of_a_typical_cell()
+    fig = st.viz.lifetimes(tr)
+    assert fig.slimtensor_axis == "events"
+    ax = axes(fig, "lifetimes")
+    assert "event order" in ax.get_xlabel()
+    top = [a for a in ax.child_axes if "wall time" in a.get_xlabel()]
+    assert top and all(t.get_text().endswith(("µs", "ms", "s")) for t in top[0].get_xticklabels())
+    busy = Trace.from_records(
+        [{"kind": "storage_alloc", "time_ns": 100 * i, "id": i + 1, "bytes": 4, "device": "cpu", "owning": True}
+         for i in range(6)]
+    )
+    assert st.viz.lifetimes(busy).slimtensor_axis == "time"
+    assert st.viz.lifetimes(tr, axis="time").slimtensor_axis == "time"
+    with pytest.raises(ValueError, match="axis must be 'auto', 'events' or 'time'"):
+        st.viz.lifetimes(tr, axis="wall")
+    del c
+
+
+@pytest.mark.parametrize("n,word,expected", [(1, "copy", "1 copy"), (2, "copy", "2 copies"),
+                                             (0, "storage", "0 storages"), (1, "storage", "1 storage")])
+def test_plural(n, word, expected):
+    assert plural(n, word) == expected

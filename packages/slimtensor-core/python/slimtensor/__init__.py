@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import _C
 from ._C import (
     Device,
@@ -25,7 +27,8 @@ from ._C import (
 )
 from ._dtypes import *  # noqa: F403  (float32, bfloat16, ...: one object per dtype)
 from ._dtypes import dtypes
-from ._interop import arange, asarray, from_numpy
+from ._interop import arange, asarray, from_numpy, tensor
+from ._factories import full_like, ones_like, zeros_like
 from ._devices import devices, memory_stats, set_num_threads
 from . import _plugins
 from ._plugins import load_plugins
@@ -36,7 +39,8 @@ import os as _os
 
 # The typing-stub generator must see the compiled module alone (stubgen_patterns.txt adds these methods).
 if _os.environ.get("SLIMTENSOR_STUBGEN") != "1":
-    from . import _tensor_methods  # noqa: F401  (repr, numpy(), tolist(), to(), pickling)
+    from . import _tensor_methods  # noqa: F401  (repr, numpy(), tolist(), to(), pickling, torch habits)
+    from ._tensor_methods import equal
 
 __version__ = "0.1.0"
 
@@ -68,10 +72,39 @@ from .trace import trace  # noqa: E402
 from .viz import set_display  # noqa: E402
 
 
+if TYPE_CHECKING:
+    from . import aoti as aoti  # loaded on first use (module __getattr__ below); typed all the same
+
+__all__ = [
+    "Device", "Storage", "Tensor", "dtype", "memory_format", "contiguous_format", "preserve_format",
+    "channels_last", "channels_last_3d",
+    "empty", "empty_like", "empty_strided", "zeros", "ones", "full", "arange", "tensor", "zeros_like",
+    "ones_like", "full_like", "asarray", "from_numpy", "from_dlpack", "from_blob", "equal",
+    "devices", "memory_stats", "reset_peak_memory_stats", "set_num_threads", "get_num_threads", "load_plugins",
+    "trace", "viz", "aoti", "set_display", "dtypes", "cmake_prefix", "include_dir",
+    "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "complex32", "complex64",
+    "complex128", "bool", "bfloat16", "uint16", "uint32", "uint64", "float8_e5m2", "float8_e4m3fn",
+    "float8_e5m2fnuz", "float8_e4m3fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2", "half", "float", "double",
+    "short", "int", "long", "cfloat", "cdouble", "chalf",
+]
+
+# torch functions that compute values: slimtensor has none of them, and says where to go instead.
+_ARITHMETIC_FUNCTIONS = frozenset(
+    "cat concat concatenate stack hstack vstack sum mean prod max min amax amin argmax argmin std var norm "
+    "add sub subtract mul multiply div divide matmul mm bmm dot einsum pow exp log sqrt abs neg sin cos tanh "
+    "sigmoid relu softmax clamp clip round floor ceil sign flip roll sort argsort topk all any where eq ne lt "
+    "le gt ge allclose isclose".split()
+)
+
+
 def __getattr__(name: str):
     # st.aoti loads on first use: it is the only part that needs ctypes, ELF reading and the model runtime.
     if name == "aoti":
         import importlib
 
         return importlib.import_module(".aoti", __name__)
+    if name in _ARITHMETIC_FUNCTIONS:
+        from ._tensor_methods import _ARITHMETIC_HINT
+
+        raise AttributeError(f"module 'slimtensor' has no function {name}(): {_ARITHMETIC_HINT}")
     raise AttributeError(f"module 'slimtensor' has no attribute {name!r}")

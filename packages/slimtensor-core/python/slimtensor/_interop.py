@@ -27,12 +27,48 @@ def from_numpy(array: np.ndarray) -> _C.Tensor:
     """
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy(): expected a numpy.ndarray but got {type(array).__name__}")
+    base = array.base
+    if type(base) is np.ndarray and base.nbytes != array.nbytes:
+        whole = _borrow_base(array, base)
+        if whole is not None:
+            return whole
+    return _wrap(array)
+
+
+def _wrap(array: np.ndarray) -> _C.Tensor:
     if array.dtype.type in _BUFFER_TYPES:
         return _C._from_buffer(array)  # the buffer format names the dtype
     # ml_dtypes types (bfloat16, float8) have no buffer format: view the bytes as unsigned ints.
     dt = from_numpy_dtype(array.dtype)
     raw = array.view(np.dtype(f"u{array.dtype.itemsize}"))
     return _C._from_buffer(raw, dt)
+
+
+def _borrow_base(array: np.ndarray, base: np.ndarray) -> _C.Tensor | None:
+    """A view of ``array``'s layout over a storage that borrows the whole memory of its base array.
+
+    Note [Borrowing the base]: a numpy view (a[:, ::2], a[3:]) keeps its whole base array alive, so the
+    storage slimtensor borrows is the base's memory, not just the span the view reaches: pictures and
+    storage().nbytes say what is really held (12 elements for a view of a 12-element array), and the
+    view's storage_offset says where it starts. (torch.from_numpy borrows the span from the view's first
+    element; slimtensor deliberately differs.) None when the base is not one dense block, the view is
+    read-only over a writable base, or its strides are not whole elements: the caller then borrows the span.
+    """
+    if array.size == 0 or not (base.flags.c_contiguous or base.flags.f_contiguous):
+        return None
+    if base.flags.writeable and not array.flags.writeable:
+        return None
+    item = array.dtype.itemsize
+    start = base.ctypes.data
+    offset = array.ctypes.data - start
+    if item == 0 or offset < 0 or offset % item or any(s < 0 or s % item for s in array.strides):
+        return None
+    end = offset + sum((n - 1) * s for n, s in zip(array.shape, array.strides, strict=True)) + item
+    if end > base.nbytes:
+        return None
+    n = base.nbytes // item
+    whole = base.reshape(-1, order="A").view(np.uint8)[: n * item].view(array.dtype)
+    return _wrap(whole).as_strided(array.shape, tuple(s // item for s in array.strides), offset // item)
 
 
 def _python_default(obj: Any, arr: np.ndarray) -> np.ndarray:
@@ -73,6 +109,9 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
             raise type(exc)(f"asarray(): cannot convert {type(obj).__name__} to a tensor: {exc}") from exc
         if arr.dtype == object:
             raise TypeError(f"asarray(): cannot convert an object of type {type(obj).__name__} to a tensor")
+        if not isinstance(obj, bytes | bytearray | memoryview):
+            # Nothing to share: one owning storage in the requested dtype (and device).
+            return _owned(arr, dtype, device, "asarray()")
         # np.require keeps 0-d arrays 0-d (np.ascontiguousarray would make them 1-d).
         t = from_numpy(np.require(arr, requirements="C"))
         fresh = True
@@ -88,15 +127,55 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
     return t
 
 
+def _owned(arr: np.ndarray, dtype: Any, device: Any, function: str) -> _C.Tensor:
+    """A new tensor that owns its storage, allocated once in the requested dtype, holding ``arr``'s values.
+
+    numpy writes (and converts) the values straight into the new storage; dtypes numpy cannot hold
+    (complex32, float4) take a slimtensor copy from a borrowed array instead. A tensor for a device is
+    filled on the host and copied over.
+    """
+    dt = from_numpy_dtype(arr.dtype) if dtype is None else dtype
+    t = _C.empty(arr.shape, dtype=dt)
+    if t.numel():
+        try:
+            np.copyto(t.numpy(), arr, casting="unsafe")
+        except TypeError:  # no numpy dtype for dt
+            t.copy_(from_numpy(np.require(arr, requirements="C")))
+    return t if device is None else t._to(device, None, False)
+
+
+def tensor(data: Any, *, dtype: Any = None, device: Any = None) -> _C.Tensor:
+    """A new tensor holding a copy of ``data`` (torch.tensor): nested lists or numbers, a numpy array, a
+    tensor or any DLPack producer. Python floats give float32, ints int64, bools bool, as in torch.
+
+    Always copies; use st.asarray (shares memory when it can) or st.from_numpy (never copies) to avoid it.
+    """
+    if isinstance(data, _C.Tensor) or (hasattr(data, "__dlpack__") and not isinstance(data, np.ndarray)):
+        src = asarray(data)
+        return src._to(device, dtype, True)
+    try:
+        arr = _python_default(data, np.asarray(data))
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"tensor(): cannot convert {type(data).__name__} to a tensor: {exc}") from exc
+    if arr.dtype == object:
+        raise TypeError(
+            f"tensor(): cannot convert an object of type {type(data).__name__} to a tensor (expected numbers, "
+            "nested sequences of numbers, a numpy array or a tensor)"
+        )
+    return _owned(arr, dtype, device, "tensor()")
+
+
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None) -> _C.Tensor:
-    """Values from start (inclusive) to end (exclusive) by step; int64 for integer arguments, else float32."""
+    """Values from start (inclusive) to end (exclusive) by step; int64 for integer arguments, else float32.
+
+    One storage, allocated in the requested dtype (on a device: filled on the host, then copied over).
+    """
     if end is None:
         start, end = 0, start
     if step == 0:
         raise ValueError("arange(): step must be nonzero")
     integral = all(isinstance(v, int) and not isinstance(v, builtins.bool) for v in (start, end, step))
     values = np.arange(start, end, step, dtype=np.int64 if integral else np.float64)
-    if not integral:
-        values = values.astype(np.float32)
-    t = from_numpy(values)
-    return t._to(device, dtype, True)
+    if dtype is None and not integral:
+        dtype = _C._dtype_table()["float32"]
+    return _owned(values, dtype, device, "arange()")

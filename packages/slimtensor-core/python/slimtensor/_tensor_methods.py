@@ -167,3 +167,136 @@ Tensor.__float__ = _scalar(builtins.float)
 Tensor.__int__ = _scalar(builtins.int)
 Tensor.__complex__ = _scalar(builtins.complex)
 Tensor.layout = property(layout_string, doc="sizes:strides @ offset, e.g. '(2, 3):(3, 1) @ 0'")
+
+
+# --- torch habits ----------------------------------------------------------------------------------------
+# Note [Torch habits]
+# Users arrive from torch. The dtype shorthands and .cuda() exist and behave as torch's (the tensor itself
+# when nothing changes). Comparisons raise: slimtensor does no elementwise arithmetic, and the default
+# `==` of an object compares identity, which would silently answer False for two equal tensors; use
+# st.equal / t.equal for values and `is` for identity. Hashing stays by identity (sets, dict keys).
+# Arithmetic names (t + 1, t.sum(), st.cat) raise an error that says where to do the math instead; the
+# methods are properties raising AttributeError, so hasattr() stays False and numpy's functions
+# (np.sum(t)) still take the array path through __array__.
+
+
+def _dtype_method(dtype_name: str, torch_name: str):
+    def convert(self: Tensor) -> Tensor:
+        return self._to(None, dtype_name, False)
+
+    convert.__name__ = torch_name
+    convert.__doc__ = f"This tensor as {dtype_name} (a copy; the tensor itself when it already is {dtype_name})."
+    return convert
+
+
+_DTYPE_METHODS = {
+    "float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16", "int": "int32",
+    "long": "int64", "short": "int16", "char": "int8", "byte": "uint8", "bool": "bool", "cfloat": "complex64",
+    "cdouble": "complex128",
+}
+for _method, _dtype_name in _DTYPE_METHODS.items():
+    setattr(Tensor, _method, _dtype_method(_dtype_name, _method))
+
+
+def _device_method(kind: str):
+    def move(self: Tensor, device: int | str | None = None, non_blocking: bool = False) -> Tensor:
+        if device is None:
+            target = kind
+        elif isinstance(device, builtins.int) and not isinstance(device, builtins.bool):
+            target = f"{kind}:{device}"
+        else:
+            target = str(device)
+        if not target.split(":")[0] == kind:
+            raise ValueError(f"{kind}(): expected a {kind} device (an index or '{kind}:N'), got {device!r}")
+        try:
+            return self._to(target, None, False)
+        except RuntimeError as exc:  # name the call the user wrote
+            message = str(exc)
+            raise RuntimeError(f"{kind}(): {message.removeprefix('to(): ')}") from None
+
+    move.__name__ = kind
+    move.__doc__ = f"This tensor on a {kind} device (a copy; the tensor itself when it is already there)."
+    return move
+
+
+Tensor.cuda = _device_method("cuda")
+Tensor.is_cuda = property(lambda self: self.device.type == "cuda", doc="True when the tensor is on a CUDA device")
+Tensor.is_cpu = property(lambda self: self.device.type == "cpu", doc="True when the tensor is on the CPU")
+
+
+def equal(a: Tensor, b: Tensor) -> builtins.bool:
+    """True when ``a`` and ``b`` have the same shape and the same values (torch.equal; NaN != NaN).
+
+    dtypes may differ (values are compared after numpy's promotion); tensors on a device are copied to
+    the host to compare.
+    """
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"equal(): {name} must be a slimtensor.Tensor, got {type(t).__name__}")
+    if tuple(a.shape) != tuple(b.shape):
+        return False
+    return builtins.bool(np.array_equal(_plain_array(a), _plain_array(b)))
+
+
+def _no_comparison(op: str):
+    def compare(self: Tensor, other: object) -> Any:
+        raise TypeError(
+            f"Tensor {op} {type(other).__name__}: slimtensor compares no values elementwise, and will not "
+            f"silently compare identity. Use st.equal(a, b) or a.equal(b) for same shape and values, "
+            f"`a is b` for the same object, or numpy for elementwise results: np.asarray(a) {op} "
+            f"np.asarray(b). (Tensors hash by identity: sets and dict keys work; membership in a list "
+            f"compares with ==, so use any(x is t for x in items).)"
+        )
+
+    return compare
+
+
+_ARITHMETIC_HINT = (
+    "slimtensor does no arithmetic (it is a runtime for layouts, copies and compiled models). Hand the data "
+    "to numpy, zero-copy on the CPU: a = np.asarray(t) (or t.numpy()), or to torch: torch.from_dlpack(t); "
+    "bring a result back with st.asarray(result) or st.from_dlpack(result)."
+)
+
+
+def _no_operator(symbol: str):
+    def operator(self: Tensor, *args: object) -> Any:
+        raise TypeError(f"Tensor {symbol}: {_ARITHMETIC_HINT}")
+
+    return operator
+
+
+def _no_method(name: str) -> property:
+    def getter(self: Tensor) -> Any:
+        raise AttributeError(f"Tensor has no method {name}(): {_ARITHMETIC_HINT}")
+
+    return property(getter, doc=f"not provided: {_ARITHMETIC_HINT}")
+
+
+for _op, _symbol in (("__eq__", "=="), ("__ne__", "!="), ("__lt__", "<"), ("__le__", "<="), ("__gt__", ">"),
+                     ("__ge__", ">=")):
+    setattr(Tensor, _op, _no_comparison(_symbol))
+Tensor.__hash__ = object.__hash__  # identity, as before __eq__ was defined
+Tensor.equal = lambda self, other: equal(self, other)
+Tensor.equal.__doc__ = equal.__doc__
+
+_OPERATORS = {
+    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**",
+    "matmul": "@", "and": "&", "or": "|", "xor": "^", "lshift": "<<", "rshift": ">>",
+}
+for _name, _symbol in _OPERATORS.items():
+    for _form in (f"__{_name}__", f"__r{_name}__", f"__i{_name}__"):
+        setattr(Tensor, _form, _no_operator(_symbol))
+for _form, _symbol in (("__neg__", "unary -"), ("__pos__", "unary +"), ("__abs__", "abs()"),
+                       ("__invert__", "~")):
+    setattr(Tensor, _form, _no_operator(_symbol))
+
+# torch method names that compute values (each a property raising AttributeError, see Note [Torch habits]).
+ARITHMETIC_METHODS = (
+    "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "std", "var", "norm", "cumsum",
+    "add", "sub", "mul", "div", "matmul", "mm", "bmm", "dot", "pow", "exp", "log", "sqrt", "abs", "neg", "sin",
+    "cos", "tanh", "sigmoid", "relu", "softmax", "clamp", "round", "floor", "ceil", "sign", "flip", "roll",
+    "sort", "argsort", "topk", "all", "any", "eq", "ne", "lt", "le", "gt", "ge", "where", "masked_fill",
+    "add_", "sub_", "mul_", "div_", "clamp_",
+)
+for _name in ARITHMETIC_METHODS:
+    setattr(Tensor, _name, _no_method(_name))

@@ -24,6 +24,8 @@ def _info() -> int:
         f"  plugin ABI:     {_C._PLUGIN_ABI[0]}.{_C._PLUGIN_ABI[1]}",
         f"  threads:        {st.get_num_threads()}",
         f"  device autoload: {'on' if _plugins.autoload_enabled() else 'off (SLIMTENSOR_DEVICE_AUTOLOAD)'}",
+        "build:",
+        *_build_lines(_C),
         "devices:",
     ]
     for d in st.devices():
@@ -42,7 +44,45 @@ def _info() -> int:
     return 0
 
 
+def _build_lines(_C) -> list[str]:
+    """How the core was built: compiler, build type, copy kernels, SLEEF, BLAS."""
+    info = dict(getattr(_C, "_BUILD_INFO", {}))
+    std = {201703: "C++17", 202002: "C++20", 202302: "C++23"}.get(info.get("cxx_standard", 0), "?")
+    lines = [
+        f"  compiler:       {info.get('compiler', 'unknown')} ({std}), build type {info.get('build_type', '?')}"
+        f", assertions {'on' if info.get('assertions') else 'off'}, nanobind {info.get('nanobind', '?')}",
+        f"  copy kernels:   {_C._copy_isa()} (chosen at run time from this CPU)",
+        f"  SLEEF:          {'bundled in slimtensor/lib' if info.get('sleef_bundled') else 'not bundled'}"
+        " (vector math for AOTInductor models)",
+    ]
+    try:
+        import scipy_openblas32
+
+        lines.append(f"  BLAS:           scipy-openblas32 {getattr(scipy_openblas32, '__version__', '?')}"
+                     " (AOTI op fallbacks)")
+    except ImportError:
+        lines.append("  BLAS:           scipy-openblas32 not installed (AOTI matrix-product fallbacks fail)")
+    return lines
+
+
+def _version() -> str:
+    import slimtensor as st
+
+    return f"slimtensor {st.__version__}"
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The console entry point; a closed stdout (``slimtensor info | head``) ends quietly."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader went away: point stdout at devnull so the interpreter's final flush cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "bench":
         # Everything after 'bench' belongs to the suite's own parser (argparse's REMAINDER would stop at the
@@ -51,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return bench_module.main(argv[1:])
     parser = argparse.ArgumentParser(prog="slimtensor", description=__doc__)
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser("info", help="versions, build options, registered devices and memory statistics")
     info.add_argument(

@@ -104,23 +104,37 @@ void bind_tensor(nb::module_& m) {
 
   auto cls = nb::class_<Tensor>(m, "Tensor", nb::type_slots(tensor_buffer_slots),
                                 "A strided view over a storage: sizes, strides, offset, dtype, device.");
-  cls.def_prop_ro("shape", [](const Tensor& t) { return int_tuple(t.sizes(), t.ndim()); })
+  // Note [Typed signatures]: arguments converted by hand (nb::handle) get their Python types from nb::sig,
+  // so the stubs (and mypy, pyright) see what is accepted and returned, not `object`.
+  cls.def(nb::new_([](nb::args args, nb::kwargs kwargs) -> nb::object {
+        // Note [st.Tensor(data)] (python/slimtensor/_factories.py): a float32 copy, written in Python.
+        return nb::module_::import_("slimtensor._factories").attr("_tensor_new")(*args, **kwargs);
+      }),
+      "Tensor(data): a float32 copy of a sequence, array or tensor (torch's legacy constructor); "
+      "st.tensor(data, dtype=...) for other dtypes, st.empty(...) for an uninitialised tensor.");
+  cls.def_prop_ro("shape", [](const Tensor& t) { return int_tuple(t.sizes(), t.ndim()); },
+                  nb::for_getter(nb::sig("def shape(self, /) -> tuple[int, ...]")))
       .def_prop_ro("ndim", &Tensor::ndim)
-      .def_prop_ro("dtype", [](const Tensor& t) { return dtype_object(t.dtype()); })
+      .def_prop_ro("dtype", [](const Tensor& t) { return dtype_object(t.dtype()); },
+                   nb::for_getter(nb::sig("def dtype(self, /) -> dtype")))
       .def_prop_ro("device", &Tensor::device)
       .def_prop_ro("nbytes", &Tensor::nbytes)
       .def_prop_ro("itemsize", &Tensor::itemsize)
       .def_prop_ro("is_read_only", &Tensor::is_read_only)
       .def_prop_ro("T", [](const Tensor& t) { return reverse_dims(t); })
       .def_prop_ro("mT", [](const Tensor& t) { return matrix_transpose(t); })
+      .def("size", [](const Tensor& t) { return int_tuple(t.sizes(), t.ndim()); },
+           nb::sig("def size(self) -> tuple[int, ...]"))
       .def("size", [](const Tensor& t, nb::handle dim) -> nb::object {
         if (dim.is_none()) return int_tuple(t.sizes(), t.ndim());
         return nb::int_(t.size(to_int64(dim, "size()", "dim")));
-      }, nb::arg("dim") = nb::none())
+      }, nb::arg("dim"), nb::sig("def size(self, dim: typing.SupportsIndex) -> int"))
+      .def("stride", [](const Tensor& t) { return int_tuple(t.strides(), t.ndim()); },
+           nb::sig("def stride(self) -> tuple[int, ...]"))
       .def("stride", [](const Tensor& t, nb::handle dim) -> nb::object {
         if (dim.is_none()) return int_tuple(t.strides(), t.ndim());
         return nb::int_(t.stride(to_int64(dim, "stride()", "dim")));
-      }, nb::arg("dim") = nb::none())
+      }, nb::arg("dim"), nb::sig("def stride(self, dim: typing.SupportsIndex) -> int"))
       .def("storage_offset", &Tensor::storage_offset)
       .def("numel", &Tensor::numel)
       .def("dim", &Tensor::ndim)
@@ -130,7 +144,8 @@ void bind_tensor(nb::module_& m) {
       .def("storage", [](const Tensor& t) { return PyStorage{t.storage()}; })
       .def("is_contiguous", [](const Tensor& t, nb::handle format) {
         return t.is_contiguous(to_format(format, MemoryFormat::Contiguous, "is_contiguous()"));
-      }, nb::arg("memory_format") = nb::none())
+      }, nb::arg("memory_format") = nb::none(),
+         nb::sig("def is_contiguous(self, memory_format: memory_format | None = None) -> bool"))
       .def("__len__", [](const Tensor& t) {
         ST_CHECK(t.ndim() > 0, Type, "len() of a 0-d tensor");
         return t.sizes()[0];
@@ -141,32 +156,36 @@ void bind_tensor(nb::module_& m) {
         const int64_t n = to_int_list(size, sz, kMaxDims, "as_strided()");
         const int64_t k = to_int_list(stride, st, kMaxDims, "as_strided()");
         return as_strided(t, IntList(sz, n), IntList(st, k), offset);
-      }, nb::arg("size"), nb::arg("stride"), nb::arg("storage_offset") = nb::none())
+      }, nb::arg("size"), nb::arg("stride"), nb::arg("storage_offset") = nb::none(),
+         nb::sig("def as_strided(self, size: typing.Sequence[int], stride: typing.Sequence[int], "
+                 "storage_offset: int | None = None) -> Tensor"))
       .def("permute", [](const Tensor& t, nb::args dims) {
         int64_t d[kMaxDims];
         const int64_t n = to_int_list(dims, d, kMaxDims, "permute()");
         return permute(t, IntList(d, n));
-      })
-      .def("transpose", [](const Tensor& t, int64_t a, int64_t b) { return transpose(t, a, b); })
+      }, nb::sig("def permute(self, *dims: int | typing.Sequence[int]) -> Tensor"))
+      .def("transpose", [](const Tensor& t, int64_t a, int64_t b) { return transpose(t, a, b); },
+           nb::arg("dim0"), nb::arg("dim1"))
       .def("t", [](const Tensor& t) {
         ST_CHECK(t.ndim() <= 2, Runtime, "t(): expects a tensor with <= 2 dims but got ", t.ndim(), "; use .mT or "
                  ".transpose(a, b)");
         return t.ndim() < 2 ? t : transpose(t, 0, 1);
       })
-      .def("select", [](const Tensor& t, int64_t dim, int64_t index) { return select(t, dim, index); })
+      .def("select", [](const Tensor& t, int64_t dim, int64_t index) { return select(t, dim, index); },
+           nb::arg("dim"), nb::arg("index"))
       .def("narrow", [](const Tensor& t, int64_t dim, int64_t start, int64_t length) {
         return narrow(t, dim, start, length);
-      })
-      .def("unsqueeze", [](const Tensor& t, int64_t dim) { return unsqueeze(t, dim); })
+      }, nb::arg("dim"), nb::arg("start"), nb::arg("length"))
+      .def("unsqueeze", [](const Tensor& t, int64_t dim) { return unsqueeze(t, dim); }, nb::arg("dim"))
       .def("squeeze", [](const Tensor& t, nb::handle dim) {
         if (dim.is_none()) return squeeze_all(t);
         return squeeze(t, to_int64(dim, "squeeze()", "dim"));
-      }, nb::arg("dim") = nb::none())
+      }, nb::arg("dim") = nb::none(), nb::sig("def squeeze(self, dim: int | None = None) -> Tensor"))
       .def("expand", [](const Tensor& t, nb::args sizes) {
         int64_t s[kMaxDims];
         const int64_t n = to_int_list(sizes, s, kMaxDims, "expand()");
         return expand(t, IntList(s, n));
-      })
+      }, nb::sig("def expand(self, *sizes: int | typing.Sequence[int]) -> Tensor"))
       .def("reshape", [](const Tensor& t, nb::args shape) {
         int64_t s[kMaxDims];
         const int64_t n = to_int_list(shape, s, kMaxDims, "reshape()");
@@ -175,7 +194,7 @@ void bind_tensor(nb::module_& m) {
           return reshape(t, IntList(s, n));
         }
         return reshape(t, IntList(s, n));
-      })
+      }, nb::sig("def reshape(self, *shape: int | typing.Sequence[int]) -> Tensor"))
       .def("view", [](const Tensor& t, nb::args shape) {
         if (shape.size() == 1) {
           nb::handle only = shape[0];
@@ -186,7 +205,7 @@ void bind_tensor(nb::module_& m) {
         int64_t s[kMaxDims];
         const int64_t n = to_int_list(shape, s, kMaxDims, "view()");
         return view(t, IntList(s, n));
-      })
+      }, nb::sig("def view(self, *shape: int | typing.Sequence[int] | _DType | str) -> Tensor"))
       .def("flatten", [](const Tensor& t, int64_t start, int64_t end) { return flatten(t, start, end); },
            nb::arg("start_dim") = 0, nb::arg("end_dim") = -1)
       // --- copies ---
@@ -202,16 +221,19 @@ void bind_tensor(nb::module_& m) {
           out = contiguous(t, f);
         }
         return nb::cast(std::move(out));
-      }, nb::arg("memory_format") = nb::none())
+      }, nb::arg("memory_format") = nb::none(),
+         nb::sig("def contiguous(self, memory_format: memory_format | None = None) -> Tensor"))
       .def("clone", [](const Tensor& t, nb::handle format) {
         const MemoryFormat f = to_format(format, MemoryFormat::Preserve, "clone()");
         nb::gil_scoped_release release;
         return clone(t, f);
-      }, nb::arg("memory_format") = nb::none())
+      }, nb::arg("memory_format") = nb::none(),
+         nb::sig("def clone(self, memory_format: memory_format | None = None) -> Tensor"))
       .def("copy_", [](nb::handle_t<Tensor> self, const Tensor& src, bool non_blocking) {
         copy_with_gil_policy(*nb::inst_ptr<Tensor>(self), src, non_blocking);
         return nb::borrow(self);
-      }, nb::arg("src"), nb::arg("non_blocking") = false)
+      }, nb::arg("src"), nb::arg("non_blocking") = false,
+         nb::sig("def copy_(self, src: Tensor, non_blocking: bool = False) -> Tensor"))
       .def("fill_", [](nb::handle_t<Tensor> self, nb::handle value) {
         const Tensor& t = *nb::inst_ptr<Tensor>(self);
         const Scalar s = to_scalar(value, "fill_()");
@@ -222,7 +244,7 @@ void bind_tensor(nb::module_& m) {
           fill_(t, s);
         }
         return nb::borrow(self);
-      }, nb::arg("value").none())
+      }, nb::arg("value").none(), nb::sig("def fill_(self, value: bool | int | float | complex) -> Tensor"))
       .def("zero_", [](nb::handle_t<Tensor> self) {
         const Tensor& t = *nb::inst_ptr<Tensor>(self);
         ST_CHECK(!t.is_read_only(), Runtime, "zero_(): the tensor is read-only (it borrows memory its owner marked "
@@ -234,8 +256,11 @@ void bind_tensor(nb::module_& m) {
           fill_(t, Scalar::from_int(0));
         }
         return nb::borrow(self);
-      })
-      .def("item", [](const Tensor& t) { return scalar_to_python(item(t), t.dtype()); })
+      }, nb::sig("def zero_(self) -> Tensor"))
+      .def("item", [](const Tensor& t) { return scalar_to_python(item(t), t.dtype()); },
+           nb::sig("def item(self) -> int | float | bool"),
+           "The value of a one-element tensor as a Python number (complex for complex dtypes; typed as torch "
+           "types it)")
       .def("_to", [](nb::handle_t<Tensor> self, nb::handle device, nb::handle dtype, bool copy,
                      bool non_blocking) -> nb::object {
         const Tensor& t = *nb::inst_ptr<Tensor>(self);
@@ -244,6 +269,11 @@ void bind_tensor(nb::module_& m) {
         if (d.index < 0) d = resolve_device(d, "to()");
         const ScalarType ty = to_dtype(dtype, t.dtype(), "to()");
         if (!copy && d == t.device() && ty == t.dtype()) return nb::borrow(self);  // the tensor itself
+        if (d.type != t.device().type) {  // name the call, not the allocation inside it
+          Device check = d;
+          if (check.index < 0) check.index = 0;  // "cuda" means the current (first) device
+          usable_device(check, "to()");
+        }
         Tensor out;
         {
           nb::gil_scoped_release release;
@@ -251,7 +281,9 @@ void bind_tensor(nb::module_& m) {
         }
         return nb::cast(std::move(out));
       }, nb::arg("device").none(), nb::arg("dtype").none(), nb::arg("copy") = false,
-         nb::arg("non_blocking") = false)
+         nb::arg("non_blocking") = false,
+         nb::sig("def _to(self, device: DeviceLike | None, dtype: DTypeLike | None, copy: bool = False, "
+                 "non_blocking: bool = False) -> Tensor"))
       .def("_is_same", [](const Tensor& a, const Tensor& b) {
         return a.storage_impl() == b.storage_impl() && a.storage_offset() == b.storage_offset() &&
                a.ndim() == b.ndim() && std::equal(a.sizes(), a.sizes() + a.ndim(), b.sizes()) &&

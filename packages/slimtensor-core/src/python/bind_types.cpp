@@ -195,8 +195,9 @@ void bind_types(nb::module_& m) {
     for (int code = 0; code < kNumScalarTypeCodes; ++code)
       if (g_dtypes[code]) table[scalar_type_info(code)->name] = nb::borrow(g_dtypes[code]);
     return table;
-  });
-  m.def("_dtype_by_code", [](int code) { return dtype_object(scalar_type_from_code(code, "dtype")); });
+  }, nb::sig("def _dtype_table() -> dict[str, dtype]"));
+  m.def("_dtype_by_code", [](int code) { return dtype_object(scalar_type_from_code(code, "dtype")); },
+        nb::sig("def _dtype_by_code(code: int) -> dtype"));
   nb::module_::import_("atexit").attr("register")(nb::cpp_function([]() {
     for (PyObject*& p : g_dtypes) Py_CLEAR(p);
   }));
@@ -211,7 +212,8 @@ void bind_types(nb::module_& m) {
           d.index = static_cast<int16_t>(i);
         }
         new (self) Device(d);
-      }, nb::arg("type"), nb::arg("index") = nb::none())
+      }, nb::arg("type"), nb::arg("index") = nb::none(),
+         nb::sig("def __init__(self, type: str | Device, index: int | None = None) -> None"))
       .def_prop_ro("type", [](const Device& d) {
         const std::string s = device_string(Device{d.type, -1});
         return s;
@@ -219,7 +221,7 @@ void bind_types(nb::module_& m) {
       .def_prop_ro("index", [](const Device& d) -> nb::object {
         if (d.index < 0) return nb::none();
         return nb::int_(d.index);
-      })
+      }, nb::for_getter(nb::sig("def index(self, /) -> int | None")))
       .def_prop_ro("code", [](const Device& d) { return static_cast<int>(d.type); }, "c10 DeviceType code")
       .def("__str__", [](const Device& d) { return device_string(d); })
       .def("__repr__", [](const Device& d) { return device_repr(d); })

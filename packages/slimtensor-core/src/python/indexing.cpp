@@ -101,7 +101,8 @@ Tensor index(const Tensor& self, nb::handle key) {
 }  // namespace
 
 void bind_indexing(nb::class_<Tensor>& cls) {
-  cls.def("__getitem__", [](const Tensor& t, nb::handle key) { return index(t, key); }, nb::arg("key").none());
+  cls.def("__getitem__", [](const Tensor& t, nb::handle key) { return index(t, key); }, nb::arg("key").none(),
+          nb::sig("def __getitem__(self, key: IndexKey, /) -> Tensor"));
   cls.def("__setitem__", [](const Tensor& t, nb::handle key, nb::handle value) {
     const Tensor target = index(t, key);
     if (Tensor* src; nb::try_cast<Tensor*>(value, src) && src) {
@@ -116,7 +117,9 @@ void bind_indexing(nb::class_<Tensor>& cls) {
     // Anything array-like: convert (a copy) and copy in, broadcasting.
     nb::object converted = nb::module_::import_("slimtensor").attr("asarray")(value);
     copy_(target, nb::cast<const Tensor&>(converted));
-  }, nb::arg("key").none(), nb::arg("value").none());
+  }, nb::arg("key").none(), nb::arg("value").none(),
+     nb::sig("def __setitem__(self, key: IndexKey, value: Tensor | bool | int | float | complex | typing.Any, /) "
+             "-> None"));
 }
 
 }  // namespace slimtensor::python

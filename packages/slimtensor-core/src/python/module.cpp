@@ -145,7 +145,7 @@ NB_MODULE(_C, m) {
         nb::arg("device"), "Sets the calling thread's current device of that type: set_device('cuda:1').");
   m.def("reset_peak_memory_stats", [](nb::handle device) {
     reset_peak_memory(device.is_none() ? kCPU : to_device(device, "reset_peak_memory_stats()").type);
-  }, nb::arg("device") = nb::none());
+  }, nb::arg("device") = nb::none(), nb::sig("def reset_peak_memory_stats(device: DeviceLike | None = None) -> None"));
   m.def("set_num_threads", &set_num_threads, nb::arg("n"),
         "Threads slimtensor's own kernels (large copies and fills) may use.");
   m.def("get_num_threads", &num_threads);
@@ -212,4 +212,33 @@ NB_MODULE(_C, m) {
     return out;
   });
   m.attr("_PLUGIN_ABI") = nb::make_tuple(ST_PLUGIN_ABI_MAJOR, ST_PLUGIN_ABI_MINOR);
+
+  // What `slimtensor info` prints under "build": how this module and the core were compiled.
+  nb::dict build;
+#if defined(__clang__)
+  build["compiler"] = std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  build["compiler"] = std::string("gcc ") + __VERSION__;
+#else
+  build["compiler"] = "unknown";
+#endif
+  build["cxx_standard"] = static_cast<long>(__cplusplus);
+#ifdef SLIMTENSOR_BUILD_TYPE
+  build["build_type"] = SLIMTENSOR_BUILD_TYPE;
+#else
+  build["build_type"] = "unknown";
+#endif
+#ifdef NDEBUG
+  build["assertions"] = false;
+#else
+  build["assertions"] = true;
+#endif
+  build["nanobind"] = std::to_string(NB_VERSION_MAJOR) + "." + std::to_string(NB_VERSION_MINOR) + "." +
+                      std::to_string(NB_VERSION_PATCH);
+#ifdef SLIMTENSOR_SLEEF_BUNDLED
+  build["sleef_bundled"] = true;
+#else
+  build["sleef_bundled"] = false;
+#endif
+  m.attr("_BUILD_INFO") = build;
 }

@@ -125,13 +125,35 @@ def run(quick: bool = False, filter: list[str] | str | None = None, torch: bool 
 
 
 def _progress(total: int, enabled: bool):
+    """A tqdm bar on stderr, or a plain counter (one line per case) when tqdm is not installed."""
     if not enabled:
         return None
     try:
         from tqdm import tqdm
     except ImportError:
-        return None
+        return _Counter(total)
     return tqdm(total=total, unit="case", file=sys.stderr, dynamic_ncols=True)
+
+
+class _Counter:
+    """The progress of a run without tqdm: ``[  3/40] copy/c2c/... (12 s)`` per case, on stderr."""
+
+    def __init__(self, total: int, stream=None) -> None:
+        self.total, self.done, self.stream = total, 0, stream or sys.stderr
+        self.started = time.perf_counter()
+        self.width = len(str(total))
+
+    def set_description(self, text: str) -> None:
+        elapsed = time.perf_counter() - self.started
+        print(f"[{self.done + 1:{self.width}d}/{self.total}] {text} ({elapsed:.0f} s)", file=self.stream,
+              flush=True)
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+
+    def close(self) -> None:
+        elapsed = time.perf_counter() - self.started
+        print(f"{self.done}/{self.total} cases in {elapsed:.0f} s", file=self.stream, flush=True)
 
 
 def load(path: str) -> dict:

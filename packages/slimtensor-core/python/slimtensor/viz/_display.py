@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from ._style import MAX_LOGICAL_CELLS, MAX_STORAGE_CELLS
 
 _MODES = ("picture", "text")
-DISPLAY_SCALE = 0.85  # the inline picture is drawn smaller than st.viz.layout's, to sit next to the text
+DISPLAY_SCALE = 1.2  # the inline picture: type as large as the text repr next to it (8 pt -> 12.8 px)
+MAX_DISPLAY_PT = 700.0  # ... but never wider than a notebook's output area leaves beside the repr (~930 px)
 
 
 @dataclass
@@ -83,7 +84,8 @@ def repr_html(t) -> str | None:
         max_cells=options.max_elements,
         max_storage=options.max_storage,
     )
-    svg = _scaled(to_svg(fig), DISPLAY_SCALE)
+    svg = to_svg(fig)
+    svg = _scaled(svg, min(DISPLAY_SCALE, MAX_DISPLAY_PT / max(_width_pt(svg), 1.0)))
     # A one-row table, not CSS flex: JupyterLab's HTML sanitizer keeps tables but may drop layout styles.
     return (
         '<table class="slimtensor-display" style="border:none"><tr style="background:none">'
@@ -91,6 +93,11 @@ def repr_html(t) -> str | None:
         '<td valign="top" align="left" style="text-align:left">'
         f'<pre class="slimtensor-repr" style="margin:0">{html.escape(repr(t))}</pre></td></tr></table>'
     )
+
+
+def _width_pt(svg: str) -> float:
+    m = re.search(r'\bwidth="([\d.]+)pt"', svg.partition(">")[0])
+    return float(m.group(1)) if m else 0.0
 
 
 def _scaled(svg: str, scale: float) -> str:

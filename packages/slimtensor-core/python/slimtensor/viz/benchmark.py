@@ -5,12 +5,38 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 LIB_COLOURS = {"slimtensor": "#1f77b4", "numpy": "#2ca02c", "torch": "#ff7f0e"}
 LIB_MARKERS = {"slimtensor": "o", "numpy": "s", "torch": "^"}
 PEER_COLOURS = {"numpy": "#2ca02c", "torch": "#ff7f0e"}
 _LAYOUT_ORDER = ("c2c", "t2c", "c2t", "p2c", "c2p", "bcast", "slice")
+# Panel titles in words (the case ids keep the short codes).
+LAYOUT_TITLES = {
+    "c2c": "contiguous → contiguous",
+    "t2c": "transposed source → contiguous",
+    "c2t": "contiguous → transposed destination",
+    "p2c": "NCHW seen as NHWC → contiguous",
+    "c2p": "contiguous NHWC → NCHW buffer",
+    "bcast": "broadcast row (N,) → N × N",
+    "slice": "strided slice [:, ::2] → contiguous",
+}
+# The same in a few words, for the bars of the speed-up panel.
+LAYOUT_SHORT = {"c2c": "contig.", "t2c": "transp. src", "c2t": "transp. dst", "p2c": "NCHW→NHWC",
+                "c2p": "NHWC→NCHW", "bcast": "broadcast", "slice": "slice"}
+LABEL_PT, TICK_PT, TITLE_PT = 9.5, 8.5, 10.5
+
+
+def _plain_log_labels(ax) -> None:
+    """Tick labels like 3, 10, 30 on a log axis (not 3×10⁰)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def _load(results: Any) -> dict:
@@ -43,6 +69,7 @@ def _copy_cases(data: dict, dtype: str, threads: int) -> list[dict]:
 
 def _ratio_bars(ax, labels: list[str], ratios: list[dict], peers: list[str], title: str) -> None:
     """Grouped bars of slimtensor's speed-up against each peer (log scale; 1 = parity)."""
+    peers = [p for p in peers if any(math.isfinite(r.get(p, math.nan)) for r in ratios)]  # bars only
     width = 0.8 / max(len(peers), 1)
     for k, peer in enumerate(peers):
         xs = [i + (k - (len(peers) - 1) / 2) * width for i in range(len(labels))]
@@ -50,12 +77,17 @@ def _ratio_bars(ax, labels: list[str], ratios: list[dict], peers: list[str], tit
         ax.bar(xs, vals, width=width, color=PEER_COLOURS.get(peer, "#7f7f7f"), label=f"vs {peer}")
     ax.axhline(1.0, color="#333333", linewidth=0.8)
     ax.set_yscale("log")
+    _plain_log_labels(ax)
     ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
-    ax.set_ylabel("peer time / slimtensor time")
-    ax.set_title(title, fontsize=9)
+    ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=TICK_PT)
+    ax.tick_params(axis="y", labelsize=TICK_PT)
+    ax.set_ylabel("peer's time / slimtensor's\n(> 1: slimtensor faster)", fontsize=LABEL_PT)
+    ax.set_title(title, fontsize=TITLE_PT)
     if peers:
-        ax.legend(fontsize=7, loc="best")
+        ax.legend(fontsize=LABEL_PT, loc="best")
+    else:
+        ax.text(0.5, 0.5, "no peer measured in this run: no ratios", transform=ax.transAxes, ha="center",
+                fontsize=LABEL_PT)
 
 
 def _copies(data: dict, dtype: str, threads: int):
@@ -66,9 +98,9 @@ def _copies(data: dict, dtype: str, threads: int):
         raise ValueError(f"benchmark(): no copy results for {dtype} with {threads} thread(s); the results hold: "
                          f"{', '.join(available) or 'no copy cases'}")
     layouts = [lay for lay in _LAYOUT_ORDER if any(c["params"]["layout"] == lay for c in cases)]
-    cols = min(4, len(layouts))
+    cols = min(3, len(layouts))  # at most 9.5 in wide: a notebook output area crops wider pictures
     rows = math.ceil(len(layouts) / cols)
-    fig = _figure(3.2 * cols, 2.7 * rows + 3.2)
+    fig = _figure(3.15 * cols, 2.9 * rows + 3.6)
     grid = fig.add_gridspec(rows + 1, cols, height_ratios=[1] * rows + [1.25])
     for n, layout in enumerate(layouts):
         ax = fig.add_subplot(grid[n // cols, n % cols])
@@ -86,19 +118,23 @@ def _copies(data: dict, dtype: str, threads: int):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xticks(sizes)
-        ax.set_xticklabels([_size_label(s) for s in sizes], fontsize=7)
-        ax.set_title(f"{layout}", fontsize=9)
-        ax.set_ylabel("GB/s (read + written)", fontsize=7)
+        ax.set_xticklabels([_size_label(s) for s in sizes], fontsize=TICK_PT)
+        ax.tick_params(axis="y", which="both", labelsize=TICK_PT)
+        _plain_log_labels(ax)
+        ax.set_title(LAYOUT_TITLES.get(layout, layout), fontsize=TITLE_PT)
+        ax.set_xlabel("bytes copied (source size)", fontsize=LABEL_PT)
+        ax.set_ylabel("GB/s (read + written)", fontsize=LABEL_PT)
         ax.grid(True, which="major", alpha=0.3)
-        if n == 0:
-            ax.legend(fontsize=7)
+        ax.legend(fontsize=TICK_PT)  # every panel: only the libraries it has lines for
     ax = fig.add_subplot(grid[rows, :])
     ordered = sorted(cases, key=lambda c: (_LAYOUT_ORDER.index(c["params"]["layout"]), c["params"]["size_bytes"]))
     peers = [p for p in ("numpy", "torch") if any(p in c["ratios"] for c in ordered)]
-    _ratio_bars(ax, [f"{c['params']['layout']} {_size_label(c['params']['size_bytes'])}" for c in ordered],
-                [c["ratios"] for c in ordered], peers, "slimtensor's speed-up (> 1: faster)")
-    fig.suptitle(f"copy_ {dtype.replace('-', ' -> ')}, {threads} thread(s): median with the interquartile band",
-                 fontsize=10)
+    _ratio_bars(ax, [f"{LAYOUT_SHORT.get(c['params']['layout'], c['params']['layout'])} "
+                     f"{_size_label(c['params']['size_bytes'])}" for c in ordered],
+                [c["ratios"] for c in ordered], peers, "slimtensor's speed-up per layout and size")
+    thread_words = "1 thread" if threads == 1 else f"{threads} threads"
+    fig.suptitle(f"copy_ bandwidth, {dtype.replace('-', ' → ')}, {thread_words}: median GB/s with the "
+                 "interquartile band, per layout and size", fontsize=TITLE_PT + 0.5)
     return fig
 
 
@@ -106,7 +142,7 @@ def _calls(data: dict):
     cases = [c for c in data["cases"] if c["group"] == "call" and not c.get("skipped")]
     if not cases:
         raise ValueError("benchmark(): the results hold no per-call cases (group 'call')")
-    fig = _figure(11, 7)
+    fig = _figure(9.5, 7.5)
     grid = fig.add_gridspec(2, 1, height_ratios=[1.3, 1])
     ax = fig.add_subplot(grid[0])
     libs = ("slimtensor", "numpy", "torch")
@@ -120,22 +156,27 @@ def _calls(data: dict):
                 ys.append(r["median"] * 1e9)
                 lo.append((r["median"] - r["q1"]) * 1e9)
                 hi.append((r["q3"] - r["median"]) * 1e9)
+        if not xs:  # a library with no bars gets no legend entry
+            continue
         ax.bar(xs, ys, width=width, color=LIB_COLOURS[lib], label=lib, yerr=[lo, hi], capsize=1.5)
     ax.set_yscale("log")
     ax.set_xticks(range(len(cases)))
-    ax.set_xticklabels([c["params"]["op"] for c in cases], rotation=45, ha="right", fontsize=8)
-    ax.set_ylabel("ns per call (median, IQR whiskers)")
-    ax.legend(fontsize=8)
+    ax.set_xticklabels([c["params"]["op"] for c in cases], rotation=45, ha="right", fontsize=TICK_PT)
+    ax.tick_params(axis="y", labelsize=TICK_PT)
+    ax.set_ylabel("ns per call\n(median, IQR whiskers)", fontsize=LABEL_PT)
+    ax.set_title("time of one Python call, per library (lower is faster)", fontsize=TITLE_PT)
+    ax.legend(fontsize=LABEL_PT)
     ax.grid(True, axis="y", alpha=0.3)
     ax2 = fig.add_subplot(grid[1])
     peers = [p for p in ("numpy", "torch") if any(p in c["ratios"] for c in cases)]
     _ratio_bars(ax2, [c["params"]["op"] for c in cases], [c["ratios"] for c in cases], peers,
                 "slimtensor's speed-up per call (> 1: faster)")
-    fig.suptitle("Python per-call cost", fontsize=10)
+    fig.suptitle("Python per-call cost: views, getters and small copies, one thread", fontsize=TITLE_PT + 0.5)
     return fig
 
 
-def benchmark(results: Any, kind: str = "copy", dtype: str = "float32-float32", threads: int = 1):
+def benchmark(results: dict[str, Any] | str | os.PathLike[str], kind: str = "copy",
+              dtype: str = "float32-float32", threads: int = 1) -> Figure:
     """Plots benchmark results (the dict of slimtensor.bench.run() or the path of a results JSON file).
 
     kind="copy": one panel per copy layout, GB/s against size (log-log) for each library with its

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._geometry import Layout, describe_tensor
 from ._grid import GridPlan, draw_grid
 from ._mpl import new_figure
 from ._style import (
+    CAPTION_PT,
     CELL_INCHES,
+    MIN_PT,
+    TITLE_PT,
     GRID_EDGE,
     MAX_LOGICAL_CELLS,
     MAX_STORAGE_CELLS,
@@ -17,11 +22,16 @@ from ._style import (
     font_size,
 )
 
-MIN_WIDTH_CELLS = 18  # narrower pictures cannot hold their captions
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from .._C import Tensor
+
+MIN_WIDTH_CELLS = 14  # narrower pictures cannot hold their captions
 MAX_WALK_CELLS = 64  # the memory-order line is drawn on grids up to this many cells
 
 
-def check_limit(function: str, name: str, value) -> int:
+def check_limit(function: str, name: str, value: object) -> int:
     """Validate a size limit keyword: a positive int."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{function}(): {name} must be an int, got {type(value).__name__}")
@@ -30,7 +40,7 @@ def check_limit(function: str, name: str, value) -> int:
     return value
 
 
-def layout(t, *, max_cells: int = MAX_LOGICAL_CELLS, max_storage: int = MAX_STORAGE_CELLS):
+def layout(t: Tensor, *, max_cells: int = MAX_LOGICAL_CELLS, max_storage: int = MAX_STORAGE_CELLS) -> Figure:
     """Draw ``t``'s layout and return a matplotlib Figure.
 
     Top: the logical grid (rows x columns; rank 3 and above as small multiples, one per leading index),
@@ -45,7 +55,7 @@ def layout(t, *, max_cells: int = MAX_LOGICAL_CELLS, max_storage: int = MAX_STOR
     return draw_layout(describe_tensor(t, function="layout"), max_cells=max_cells, max_storage=max_storage)
 
 
-def draw_layout(lay: Layout, *, max_cells: int, max_storage: int):
+def draw_layout(lay: Layout, *, max_cells: int, max_storage: int) -> Figure:
     plan = GridPlan.make(lay, max_cells)
     strip_summarised = lay.storage_elements > max_storage
     hits = None if strip_summarised else lay.hits()
@@ -70,15 +80,15 @@ def draw_layout(lay: Layout, *, max_cells: int, max_storage: int):
     title = "logical view" + (" (summarised)" if plan.summarised else "")
     if walked:
         title += " · the line visits the cells in memory order"
-    ax_grid.set_title(title, fontsize=8, loc="left")
+    ax_grid.set_title(title, fontsize=CAPTION_PT, loc="left")
 
     if strip_summarised:
         _draw_summarised_strip(ax_strip, lay)
     else:
         _draw_strip(ax_strip, lay, hits, wrap)
     _frame(ax_strip, units, strip_h)
-    fig.suptitle(lay.notation, fontsize=11, family="monospace")
-    fig.text(0.5, 0.0, lay.describe(), ha="center", va="bottom", fontsize=7, color="#444444")
+    fig.suptitle(lay.notation, fontsize=TITLE_PT, family="monospace")
+    fig.text(0.5, 0.0, lay.describe(), ha="center", va="bottom", fontsize=CAPTION_PT, color="#444444")
     fig.slimtensor_layout = lay  # what the picture shows, for tests and tooling
     return fig
 
@@ -96,7 +106,7 @@ def _draw_memory_walk(ax, plan: GridPlan) -> bool:
     for ri, r in enumerate(plan.rows):
         for ci, c in enumerate(plan.cols):
             element = lay.element(plan.index((), r, c))
-            first.setdefault(element, (1.0 + ci + 0.22, 1.0 + ri + 0.78))  # clear of the centred label
+            first.setdefault(element, (1.0 + (ci + 0.22) * plan.cell_w, 1.0 + ri + 0.8))  # clear of the label
     if len(first) < 2:
         return False
     xs, ys = zip(*(first[e] for e in sorted(first)), strict=True)
@@ -141,7 +151,7 @@ def _draw_strip(ax, lay: Layout, hits, wrap: int) -> None:
             if count > 1:
                 style.update(edgecolor=OVERLAP_EDGE, linewidth=2.0, gid="storage-overlap")
                 ax.text(
-                    x + 0.5, y + 1.25, f"×{count}", ha="center", va="center", fontsize=6, color=OVERLAP_EDGE
+                    x + 0.5, y + 1.3, f"×{count}", ha="center", va="center", fontsize=MIN_PT, color=OVERLAP_EDGE
                 )
         else:
             style = {
@@ -174,7 +184,7 @@ def _draw_strip(ax, lay: Layout, hits, wrap: int) -> None:
         0.35,
         f"storage #{lay.storage_id}: {n} × {lay.itemsize} B · reached {reached} · "
         f"hatched {n - reached} · span [{lo}, {hi})",
-        fontsize=7,
+        fontsize=CAPTION_PT,
         va="center",
     )
 
@@ -211,8 +221,8 @@ def _draw_summarised_strip(ax, lay: Layout) -> None:
                 gid="storage-span",
             )
         )
-    ax.text(1.0, 2.6, "0", fontsize=6, ha="left", va="center")
-    ax.text(25.0, 2.6, str(n), fontsize=6, ha="right", va="center")
+    ax.text(1.0, 2.6, "0", fontsize=MIN_PT, ha="left", va="center")
+    ax.text(25.0, 2.6, str(n), fontsize=MIN_PT, ha="right", va="center")
     how = (
         "every element once"
         if exhaustive
@@ -222,6 +232,6 @@ def _draw_summarised_strip(ax, lay: Layout) -> None:
         1.0,
         0.35,
         f"storage #{lay.storage_id}: {n} × {lay.itemsize} B (summarised) · span [{lo}, {hi}) · reaches {how}",
-        fontsize=7,
+        fontsize=CAPTION_PT,
         va="center",
     )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 from ._geometry import describe_tensor
 from ._grid import GridPlan, draw_grid
 from ._mpl import new_figure
@@ -17,10 +20,20 @@ from ._style import (
 )
 from .layout import check_limit
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from .._C import Tensor
+
 MAX_VIEW_CELLS = 64  # logical cells drawn per tensor before its grid is summarised
 
 
-def views(*tensors, names=None, max_cells: int = MAX_VIEW_CELLS, max_storage: int = MAX_STORAGE_CELLS):
+def views(
+    *tensors: Tensor | Iterable[Tensor],
+    names: Iterable[str] | None = None,
+    max_cells: int = MAX_VIEW_CELLS,
+    max_storage: int = MAX_STORAGE_CELLS,
+) -> Figure:
     """Draw tensors that share one storage and return a matplotlib Figure.
 
     Top: each tensor's logical grid in its own colour, cells labelled with the storage element they map
@@ -91,7 +104,7 @@ def views(*tensors, names=None, max_cells: int = MAX_VIEW_CELLS, max_storage: in
         ax.set_ylim(h + 0.2, -0.2)
         ax.set_aspect("equal")
         ax.axis("off")
-        ax.set_title(f"{name}  {lay.notation}", fontsize=8, family="monospace", color=colour)
+        ax.set_title(f"{name}  {lay.notation}", fontsize=9.5, family="monospace", color=colour)
 
     ax = bottom.subplots()
     ax.set_label("storage")
@@ -103,7 +116,7 @@ def views(*tensors, names=None, max_cells: int = MAX_VIEW_CELLS, max_storage: in
     ax.set_title(
         f"storage #{lays[0].storage_id}: {n_storage} elements ({bytes_per_storage} B); "
         f"{overlaps} reached by more than one view",
-        fontsize=8,
+        fontsize=9,
         loc="left",
     )
     return fig
@@ -122,7 +135,7 @@ def _draw_lanes(ax, names, hits, n_storage: int, wrap: int, block_h: float) -> i
             str(e),
             ha="center",
             va="center",
-            fontsize=font_size(str(e)) - 1,
+            fontsize=font_size(str(e)),
             color="#555555",
         )
         users = 0
@@ -136,7 +149,7 @@ def _draw_lanes(ax, names, hits, n_storage: int, wrap: int, block_h: float) -> i
             )
             ax.add_patch(Rectangle((bx, by + k), 1, 1, edgecolor="#999999", linewidth=0.5, **style))
             if count > 1:
-                ax.text(bx + 0.5, by + k + 0.5, f"×{count}", ha="center", va="center", fontsize=6)
+                ax.text(bx + 0.5, by + k + 0.5, f"×{count}", ha="center", va="center", fontsize=8)
         if users > 1:
             overlaps += 1
             ax.add_patch(
@@ -156,14 +169,14 @@ def _draw_lanes(ax, names, hits, n_storage: int, wrap: int, block_h: float) -> i
                 str(users),
                 ha="center",
                 va="center",
-                fontsize=6,
+                fontsize=8,
                 color="white",
             )
     for block in range(-(-max(n_storage, 1) // wrap)):
         by = block * block_h
         for k, name in enumerate(names):
-            ax.text(-0.3, by + k + 0.5, name, ha="right", va="center", fontsize=7, color=tensor_colour(k))
+            ax.text(-0.3, by + k + 0.5, name, ha="right", va="center", fontsize=9, color=tensor_colour(k))
         ax.text(
-            -0.3, by + len(names) + 0.5, "overlap", ha="right", va="center", fontsize=6, color=OVERLAP_EDGE
+            -0.3, by + len(names) + 0.5, "overlap", ha="right", va="center", fontsize=8.5, color=OVERLAP_EDGE
         )
     return overlaps
