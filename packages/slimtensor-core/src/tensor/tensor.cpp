@@ -64,6 +64,9 @@ int64_t storage_bytes_needed(IntList sizes, IntList strides, int64_t offset, int
   int64_t last = offset;  // index of the last element reached
   bool overflow = false;
   for (int64_t d = 0; d < sizes.size; ++d) {
+    ST_CHECK(sizes[d] >= 0, Value, function, ": sizes must be >= 0 but size[", d, "] is ", sizes[d]);
+  }
+  for (int64_t d = 0; d < sizes.size; ++d) {
     if (sizes[d] == 0) return 0;
     int64_t step = 0;
     overflow |= mul_overflows(strides[d], sizes[d] - 1, &step);
