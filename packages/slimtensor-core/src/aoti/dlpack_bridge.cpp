@@ -126,10 +126,19 @@ SLIMTENSOR_C_API AOTITorchError slimtensor_aoti_handle_from_dlpack(void* managed
     int64_t item = itemsize(st);
     char* base = static_cast<char*>(t.data);
     int64_t offset = 0;
+    if (!base && t.byte_offset != 0) {
+      fail(ErrorKind::Value, fn, "(): data is NULL but byte_offset is ", t.byte_offset, "; a NULL data pointer needs 0");
+    }
     if (t.byte_offset % static_cast<uint64_t>(item) == 0) {
       offset = static_cast<int64_t>(t.byte_offset / static_cast<uint64_t>(item));
-    } else {
-      base += t.byte_offset;
+    } else {  // byte arithmetic on the address: a hostile byte_offset must not wrap the pointer
+      uintptr_t at = 0;
+      if (t.byte_offset > static_cast<uint64_t>(INT64_MAX) ||
+          __builtin_add_overflow(reinterpret_cast<uintptr_t>(base), t.byte_offset, &at)) {
+        fail(ErrorKind::Value, fn, "(): byte_offset ", t.byte_offset, " is out of range for data ",
+             static_cast<const void*>(base));
+      }
+      base = reinterpret_cast<char*>(at);
     }
     // from_blob checks everything before its storage takes the deleter (or throws, and the deleter is ours).
     Tensor tensor =

@@ -159,6 +159,7 @@ int64_t Tensor::check_layout(const char* op) {
   for (int d = n - 1; d >= 0; --d) {
     const int64_t size = sz[d], stride = st[d];
     negative |= (size | stride) < 0;
+    if (size < 0) continue;  // reported below; size - 1 could overflow (INT64_MIN)
     if (size != 1) contiguous &= stride == nonzero;  // only read when no size is 0
     if (size == 0) {
       empty = true;
