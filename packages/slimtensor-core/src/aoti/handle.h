@@ -104,7 +104,7 @@ struct SlotCache {
   ~SlotCache();
 };
 constexpr int kCachedSlots = 256;
-extern thread_local SlotCache* t_slots __attribute__((tls_model("initial-exec"), visibility("hidden")));
+extern thread_local SlotCache* t_slots __attribute__((tls_model("initial-exec"), visibility("hidden"))) ST_CONSTANT_INIT;
 HandleSlot* take_slot_slow();
 void give_slot_slow(HandleSlot* slot) noexcept;
 inline HandleSlot* slot_at(uint32_t index) noexcept {

@@ -102,7 +102,7 @@ class AOTIModel:
         except _elf.ElfError as e:
             raise AOTIError(f"slimtensor.aoti.load(): cannot bind {path!r} to slimtensor: {e}") from e
         try:
-            self._dll = ctypes.CDLL(files.so_path, mode=os.RTLD_LOCAL | os.RTLD_NOW | os.RTLD_DEEPBIND)
+            self._dll = ctypes.CDLL(files.so_path, mode=_runtime.model_dlopen_mode())  # Note [Sanitizer binding]
         except OSError as e:
             msg = str(e)
             hint = ""
