@@ -260,6 +260,12 @@ void run(Reader& r) {
         if (state[dst] == kLive) break;  // keep live handles reachable
         uintptr_t bits = (op & 32) ? reinterpret_cast<uintptr_t>(base) + static_cast<uintptr_t>(v)
                                    : (op & 64) ? reinterpret_cast<uintptr_t>(blob) : static_cast<uintptr_t>(v);
+        // A forged value with bit 63 set may be a key issued later (it is then a live handle, rightly
+        // accepted); with bit 63 clear it can never be one (Note [Handle table]), so it must always fail.
+        bits &= ~(uintptr_t{1} << 63);
+        bool names_live = false;  // a forged value may be exactly a live handle (a neighbour's key): then it is one
+        for (int k = 0; k < kPool; ++k) names_live |= state[k] == kLive && reinterpret_cast<uintptr_t>(pool[k]) == bits;
+        if (names_live) break;
         pool[dst] = reinterpret_cast<AtenTensorHandle>(bits);
         state[dst] = kForged;
         break;
@@ -293,7 +299,10 @@ void run(Reader& r) {
         void* m = slimtensor_aoti_handle_to_dlpack(h);
         if (!m) break;  // refused (not live, undefined, or a dtype DLPack lacks): the handle is still ours
         if (!is_live(s)) contract("export accepted a non-live handle", "handle_to_dlpack");
-        state[s] = kDead;  // stolen
+        // Stolen: the capsule (then the imported handle's storage) owns it and keeps it alive, so its value
+        // is still a live key; the harness forgets it rather than calling it dead.
+        state[s] = kNone;
+        pool[s] = nullptr;
         AOTITorchError rc = slimtensor_aoti_handle_from_dlpack(m, &out);
         result(rc, out, dst, "handle_from_dlpack");
         break;
