@@ -192,7 +192,7 @@ build-asan: $(ASAN_VENV)/.stamp
 	  -Cbuild-dir=build/asan-hostdev-{wheel_tag} "-Ccmake.define.CMAKE_CXX_FLAGS=$(ASAN_CFLAGS)" $(TEST_PLUGIN); fi
 
 test-asan: build-asan
-	time $(ASAN_RUN) $(ASAN_VENV)/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+	time env $(ASAN_RUN) $(ASAN_VENV)/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
 # ThreadSanitizer: libslimtensor built with -fsanitize=thread (build/tsan) and the C++ thread stress program
 # (tests/aoti/cpp/threads_stress.cpp: handles, copies, counters from many threads) run against it.
