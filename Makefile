@@ -156,3 +156,98 @@ browser-check: lab-setup
 	  else echo "make browser-check needs Chromium and its driver: run 'sudo apt-get install chromium chromium-driver' (Debian/Ubuntu)"; exit 1; fi; }
 	$(LAB_VENV)/bin/python -m pip install $(PIP_FLAGS) selenium
 	$(LAB_VENV)/bin/python tests/notebooks/browser_check.py --out-dir $(BROWSER_CHECK_OUT) notebooks/*.ipynb
+
+# --- sanitizers and fuzzers (issue 14; docs/reliability.md) ----------------------------------------
+# clang and its sanitizer runtimes come from Debian: apt-get install clang-14 libclang-rt-14-dev llvm-14.
+CLANG_VER   ?= 14
+CLANGXX     := clang++-$(CLANG_VER)
+LLVM_BIN    := /usr/lib/llvm-$(CLANG_VER)/bin
+FUZZ_BUILD  := build/fuzz
+FUZZ_SAN    := -fsanitize=address,undefined,float-cast-overflow,alignment -fno-sanitize-recover=all -shared-libsan
+FUZZ_FLAGS  := -g -O1 -fno-omit-frame-pointer $(FUZZ_SAN) -fsanitize=fuzzer-no-link -fprofile-instr-generate -fcoverage-mapping
+FUZZ_TIME   ?= 1800
+FUZZ_SMOKE  ?= 10
+CLANG_RT    := $(shell dirname $$($(CLANGXX) -print-file-name=libclang_rt.asan-x86_64.so 2>/dev/null) 2>/dev/null)
+FUZZ_ENV    := LD_LIBRARY_PATH=$(CLANG_RT) LD_PRELOAD=$(CLANG_RT)/libclang_rt.asan-x86_64.so ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:abort_on_error=1 \
+               UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 LLVM_PROFILE_FILE=$(FUZZ_BUILD)/%p.profraw
+
+.PHONY: fuzz-clang fuzz-build fuzz fuzz-one fuzz-py fuzz-coverage build-asan test-asan test-tsan
+fuzz-clang:
+	@command -v $(CLANGXX) >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get install -y -q clang-$(CLANG_VER) libclang-rt-$(CLANG_VER)-dev llvm-$(CLANG_VER); \
+	  else echo "the fuzzers need clang: sudo apt-get install clang-$(CLANG_VER) libclang-rt-$(CLANG_VER)-dev llvm-$(CLANG_VER)"; exit 1; fi; }
+
+# libslimtensor with ASan + UBSan + libFuzzer edge coverage + source coverage, and the two C fuzzers.
+fuzz-build: fuzz-clang $(TEST_VENV)/.stamp
+	cmake -S $(CORE) -B $(FUZZ_BUILD)/core -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang-$(CLANG_VER) \
+	  -DCMAKE_CXX_COMPILER=$(CLANGXX) -DPython_EXECUTABLE=$(abspath $(TEST_VENV))/bin/python \
+	  "-DCMAKE_CXX_FLAGS=$(FUZZ_FLAGS)" "-DCMAKE_SHARED_LINKER_FLAGS=$(FUZZ_SAN) -fprofile-instr-generate" >/dev/null
+	cmake --build $(FUZZ_BUILD)/core -j$(JOBS) --target slimtensor
+	for f in shim dlpack; do $(CLANGXX) -std=c++17 $(FUZZ_FLAGS) -fsanitize=fuzzer tests/fuzz/$${f}_fuzzer.cpp \
+	  -I$(CORE)/include $(FUZZ_BUILD)/core/libslimtensor.so -Wl,-rpath,$(abspath $(FUZZ_BUILD))/core \
+	  -o $(FUZZ_BUILD)/$${f}_fuzzer || exit 1; done
+
+# A fuzzer's run: FUZZER=shim|dlpack, FUZZ_TIME seconds, from (and adding to) tests/fuzz/corpus/<name>.
+fuzz-one:
+	mkdir -p $(FUZZ_BUILD)/corpus-$(FUZZER) && $(FUZZ_ENV) $(FUZZ_BUILD)/$(FUZZER)_fuzzer -max_total_time=$(FUZZ_TIME) \
+	  -max_len=512 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_BUILD)/corpus-$(FUZZER) tests/fuzz/corpus/$(FUZZER)
+
+fuzz: fuzz-build
+	$(MAKE) --no-print-directory fuzz-one FUZZER=shim
+	$(MAKE) --no-print-directory fuzz-one FUZZER=dlpack
+	$(MAKE) --no-print-directory fuzz-py FUZZ_PY_RUNS=-1 FUZZ_PY_TIME=$(FUZZ_TIME)
+
+# Line coverage of the code the C fuzzers target, from the profiles their runs wrote (llvm-cov).
+fuzz-coverage:
+	$(LLVM_BIN)/llvm-profdata merge -sparse $(FUZZ_BUILD)/*.profraw -o $(FUZZ_BUILD)/fuzz.profdata
+	$(LLVM_BIN)/llvm-cov report $(FUZZ_BUILD)/core/libslimtensor.so -instr-profile=$(FUZZ_BUILD)/fuzz.profdata \
+	  $(CORE)/src/aoti/handle.cpp $(CORE)/src/aoti/handle.h $(CORE)/src/aoti/getters.cpp $(CORE)/src/aoti/lifecycle.cpp \
+	  $(CORE)/src/aoti/copies.cpp $(CORE)/src/aoti/scalars.cpp $(CORE)/src/aoti/dlpack_bridge.cpp
+
+# The Python differential fuzzer (atheris): view chains, copies and conversions against numpy.
+FUZZ_PY_TIME ?= 10
+FUZZ_PY_RUNS ?= -1
+fuzz-py: build-test
+	$(TEST_VENV)/bin/python -m pip install $(PIP_FLAGS) atheris
+	$(TEST_VENV)/bin/python tests/fuzz/views_fuzzer.py -max_total_time=$(FUZZ_PY_TIME) -runs=$(FUZZ_PY_RUNS) \
+	  -max_len=256 tests/fuzz/corpus/views
+
+# --- make test-asan / test-tsan -------------------------------------------------------------------
+# The core and slimtensor._C built with GCC's ASan + UBSan (float-cast-overflow and alignment included, no
+# recovery) into .venv-asan (own build dir build/asan-*), and the whole suite run under them: libasan is
+# preloaded into the Python process (it must come first), leaks are not reported for Python itself (the
+# interpreter keeps its objects at exit) but are for the C++ test programs (LeakSanitizer on), and models are
+# bound without RTLD_DEEPBIND, which ASan refuses (Note [Sanitizer binding] in slimtensor/aoti/_runtime.py).
+ASAN_VENV  := .venv-asan
+SAN_UB     := -fsanitize=undefined,float-cast-overflow,alignment -fno-sanitize-recover=all
+ASAN_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address $(SAN_UB)
+LIBASAN    = $(shell gcc -print-file-name=libasan.so)
+ASAN_RUN   = LD_PRELOAD=$(LIBASAN) ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:abort_on_error=1:detect_odr_violation=0 \
+             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 SLIMTENSOR_CXX_SANITIZE="-fsanitize=address $(SAN_UB)" \
+             SLIMTENSOR_CXX_ASAN_OPTIONS=detect_leaks=1
+$(ASAN_VENV)/.stamp: requirements/test.txt requirements/build.txt | system-deps
+	$(PYTHON) -m venv $(ASAN_VENV)
+	$(ASAN_VENV)/bin/python -m pip install $(PIP_FLAGS) -r requirements/test.txt
+	touch $@
+
+build-asan: $(ASAN_VENV)/.stamp
+	$(ASAN_VENV)/bin/python -m pip install $(PIP_FLAGS) --no-build-isolation -Cbuild-dir=build/asan-{wheel_tag} \
+	  -Ccmake.build-type=Debug "-Ccmake.define.CMAKE_CXX_FLAGS=$(ASAN_CFLAGS)" "-Ccmake.define.CMAKE_C_FLAGS=$(ASAN_CFLAGS)" \
+	  "-Ccmake.define.CMAKE_SHARED_LINKER_FLAGS=-fsanitize=address $(SAN_UB)" "-Ccmake.define.CMAKE_MODULE_LINKER_FLAGS=-fsanitize=address $(SAN_UB)" \
+	  -Ccmake.define.CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) -e $(CORE)
+	@if [ -d $(TEST_PLUGIN) ]; then $(ASAN_VENV)/bin/python -m pip install $(PIP_FLAGS) --no-build-isolation \
+	  -Cbuild-dir=build/asan-hostdev-{wheel_tag} "-Ccmake.define.CMAKE_CXX_FLAGS=$(ASAN_CFLAGS)" $(TEST_PLUGIN); fi
+
+test-asan: build-asan
+	time env $(ASAN_RUN) $(ASAN_VENV)/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+
+# ThreadSanitizer: libslimtensor built with -fsanitize=thread (build/tsan) and the C++ thread stress program
+# (tests/aoti/cpp/threads_stress.cpp: handles, copies, counters from many threads) run against it.
+TSAN_BUILD := build/tsan
+test-tsan: $(TEST_VENV)/.stamp
+	cmake -S $(CORE) -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE=$(abspath $(TEST_VENV))/bin/python \
+	  "-DCMAKE_CXX_FLAGS=-fsanitize=thread -fno-omit-frame-pointer" "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread" >/dev/null
+	cmake --build $(TSAN_BUILD) -j$(JOBS) --target slimtensor
+	g++ -std=c++17 -O1 -g -fsanitize=thread -pthread tests/aoti/cpp/threads_stress.cpp -I$(CORE)/include \
+	  $(TSAN_BUILD)/libslimtensor.so -Wl,-rpath,$(abspath $(TSAN_BUILD)) -o $(TSAN_BUILD)/threads_stress
+	time env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(TSAN_BUILD)/threads_stress

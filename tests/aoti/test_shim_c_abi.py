@@ -463,28 +463,75 @@ def test_delete_errors(L):
     err(L.aoti_torch_delete_tensor_object(None), "NULL")
     h = empty(L, [2])
     ok(L.aoti_torch_delete_tensor_object(h))
-    err(L.aoti_torch_delete_tensor_object(h), "not a live")  # the magic word is gone
+    err(L.aoti_torch_delete_tensor_object(h), "not a live")  # its key is dead
     foreign = (c_uint64 * 64)()
     err(L.aoti_torch_delete_tensor_object(ctypes.addressof(foreign)), "not a live")
 
 
+GETTERS = [
+    ("get_data_ptr", c_void_p),
+    ("get_dim", c_int64),
+    ("get_numel", c_int64),
+    ("get_sizes", P64),
+    ("get_strides", P64),
+    ("get_dtype", c_int32),
+    ("get_device_type", c_int32),
+    ("get_device_index", c_int32),
+    ("get_storage_offset", c_int64),
+    ("get_storage_size", c_int64),
+    ("get_storage_numel", c_int64),
+    ("get_layout", c_int32),
+    ("is_contiguous", c_bool),
+    ("is_defined", c_bool),
+]
+
+
+def test_double_delete_of_many_handles_is_an_error(L):
+    """Issue 14: 1,000 handles (more than a thread caches), each deleted twice: the second delete read freed
+    memory (ASan: heap-use-after-free). Every second delete must be an error, and nothing may leak."""
+    before = L.slimtensor_aoti_live_handles()
+    hs = [empty(L, [3]) for _ in range(1000)]
+    for h in hs:
+        ok(L.aoti_torch_delete_tensor_object(h))
+    for h in hs:
+        err(L.aoti_torch_delete_tensor_object(h), "aoti_torch_delete_tensor_object", "not a live")
+    assert L.slimtensor_aoti_live_handles() == before
+
+
+def test_stale_handle_never_names_a_new_handle(L):
+    """Issue 14: a double delete after the freed slot was reused by a new handle returned 0 and destroyed the
+    new handle. A deleted handle's value must stay dead whatever is made after it."""
+    for _ in range(3):
+        old = empty(L, [2])
+        ok(L.aoti_torch_delete_tensor_object(old))
+        new = [empty(L, [4]) for _ in range(300)]  # reuses old's slot (and every cached one)
+        err(L.aoti_torch_delete_tensor_object(old), "not a live")
+        dim = c_int64()
+        err(L.aoti_torch_get_dim(old, byref(dim)), "aoti_torch_get_dim", "not a live")
+        for h in new:
+            n = c_int64()
+            ok(L.aoti_torch_get_numel(h, byref(n)))
+            assert n.value == 4
+            ok(L.aoti_torch_delete_tensor_object(h))
+
+
+def test_getters_reject_deleted_and_foreign_handles(L):
+    """docs/aoti.md: any pointer that is not a live handle is an error, getters included (they returned 0)."""
+    h = empty(L, [2])
+    ok(L.aoti_torch_delete_tensor_object(h))
+    foreign = (c_uint64 * 64)(0x51AB7E45)  # a heap pointer that looks like an old handle
+    for bad in (h, ctypes.addressof(foreign), 8, 2**63 + 5, 2**64 - 1):
+        for name, t in GETTERS:
+            v = t()
+            err(getattr(L, "aoti_torch_" + name)(bad, byref(v)), "aoti_torch_" + name, "not a live")
+        f = c_float()
+        err(L.aoti_torch_item_float32(bad, byref(f)), "aoti_torch_item_float32", "not a live")
+        err(L.aoti_torch_zero_(bad), "not a live")
+
+
 def test_getters_reject_null(L):
     h = empty(L, [2])
-    for name, t in [
-        ("get_data_ptr", c_void_p),
-        ("get_dim", c_int64),
-        ("get_numel", c_int64),
-        ("get_sizes", P64),
-        ("get_strides", P64),
-        ("get_dtype", c_int32),
-        ("get_device_type", c_int32),
-        ("get_device_index", c_int32),
-        ("get_storage_offset", c_int64),
-        ("get_storage_size", c_int64),
-        ("get_layout", c_int32),
-        ("is_contiguous", c_bool),
-        ("is_defined", c_bool),
-    ]:
+    for name, t in GETTERS:
         f = getattr(L, "aoti_torch_" + name)
         v = t()
         err(f(None, byref(v)), name)

@@ -128,8 +128,14 @@ def _iter(self: Tensor):
 def _rebuild(data: bytes, shape: tuple[int, ...], dtype_name: str, device: str) -> Tensor:
     from . import _dtypes
 
+    table = _C._dtype_table()
+    dtype = table.get(dtype_name) if isinstance(dtype_name, str) else None
+    if dtype is None:
+        raise ValueError(
+            f"slimtensor: cannot unpickle a tensor of dtype {dtype_name!r}: no such slimtensor dtype (known: "
+            f"{', '.join(sorted(table))}); the pickle is damaged or was written by another slimtensor version"
+        )
     raw = _C._from_buffer(bytearray(data))
-    dtype = getattr(_dtypes, dtype_name)
     t = raw.view(dtype) if raw.numel() else _C.empty(0, dtype=dtype)
     return t.reshape(shape)._to(device, None, False)
 

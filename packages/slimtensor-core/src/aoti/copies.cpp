@@ -83,8 +83,8 @@ AOTITorchError aoti_torch_assign_tensors(AtenTensorHandle src, AtenTensorHandle 
   const char* fn = "aoti_torch_assign_tensors";
   return guarded(fn, [&] {
     const Tensor& s = tensor_arg(src, fn, "src", false);
-    check_handle(dst, fn, "dst");
-    if (src != dst) dst->tensor = s;
+    AtenTensorOpaque* d = check_handle(dst, fn, "dst");
+    if (src != dst) d->tensor = s;
   });
 }
 

@@ -1,4 +1,4 @@
-// src/aoti/getters.cpp: the tensor metadata getters (NULL-checked, a few ns each; see Note [Handle checks]).
+// src/aoti/getters.cpp: the tensor metadata getters (handle-checked, a few ns each; see Note [Handle checks]).
 #include <cstdio>
 
 #include <string>
@@ -12,10 +12,22 @@ using namespace slimtensor::aoti;
 namespace {
 
 // Note [Getter fast path]
-// A getter is one NULL test per pointer and one load; the message is built out of line only on failure.
+// A getter is the handle check (one table load and one compare, Note [Handle checks]), a NULL test of the
+// out-pointer and one load; the message is built out of line only on failure.
 [[gnu::cold, gnu::noinline]] AOTITorchError null_arg(const char* fn, const char* arg) {
   char msg[160];
   std::snprintf(msg, sizeof(msg), "%s is NULL; pass a live handle and the address of a result variable", arg);
+  set_last_error(fn, msg);
+  return AOTI_TORCH_FAILURE;
+}
+
+[[gnu::cold, gnu::noinline]] AOTITorchError dead_arg(const char* fn, AtenTensorHandle h) {
+  if (h == nullptr) return null_arg(fn, "tensor");
+  char msg[200];
+  std::snprintf(msg, sizeof(msg),
+                "tensor = %p is not a live slimtensor handle (already deleted, or made by another library); "
+                "pass a handle returned by an aoti_torch_* function and not yet deleted",
+                static_cast<const void*>(h));
   set_last_error(fn, msg);
   return AOTI_TORCH_FAILURE;
 }
@@ -35,65 +47,67 @@ namespace {
 
 }  // namespace
 
-#define ST_GETTER_ARGS(fn, h, out)                                 \
-  if (__builtin_expect(h == nullptr, 0)) return null_arg(fn, "tensor"); \
+// Declares `self`, the handle object of the live handle h.
+#define ST_GETTER_ARGS(fn, h, out)                                    \
+  AtenTensorOpaque* const self = live_opaque(h);                      \
+  if (__builtin_expect(self == nullptr, 0)) return dead_arg(fn, h);  \
   if (__builtin_expect(out == nullptr, 0)) return null_arg(fn, #out)
 
 #define ST_NEEDS_DEFINED(fn, h) \
-  if (__builtin_expect(!h->tensor.defined(), 0)) return undefined_arg(fn)
+  if (__builtin_expect(!self->tensor.defined(), 0)) return undefined_arg(fn)
 
 extern "C" {
 
 AOTITorchError aoti_torch_get_data_ptr(AtenTensorHandle tensor, void** ret_data_ptr) {
   ST_GETTER_ARGS("aoti_torch_get_data_ptr", tensor, ret_data_ptr);
   ST_NEEDS_DEFINED("aoti_torch_get_data_ptr", tensor);
-  if (__builtin_expect(!tensor->tensor.is_addressable(), 0)) return not_addressable(tensor->tensor);
-  *ret_data_ptr = tensor->tensor.data_ptr();
+  if (__builtin_expect(!self->tensor.is_addressable(), 0)) return not_addressable(self->tensor);
+  *ret_data_ptr = self->tensor.data_ptr();
   return AOTI_TORCH_SUCCESS;
 }
 
 AOTITorchError slimtensor_aoti_get_memory_ref(AtenTensorHandle tensor, st_memory_ref* ret_memory_ref) {
   ST_GETTER_ARGS("slimtensor_aoti_get_memory_ref", tensor, ret_memory_ref);
   ST_NEEDS_DEFINED("slimtensor_aoti_get_memory_ref", tensor);
-  *ret_memory_ref = tensor->tensor.memory_ref();
+  *ret_memory_ref = self->tensor.memory_ref();
   return AOTI_TORCH_SUCCESS;
 }
 
 AOTITorchError aoti_torch_get_storage_size(AtenTensorHandle tensor, int64_t* ret_size) {
   ST_GETTER_ARGS("aoti_torch_get_storage_size", tensor, ret_size);
   ST_NEEDS_DEFINED("aoti_torch_get_storage_size", tensor);
-  *ret_size = tensor->tensor.storage_impl()->nbytes();
+  *ret_size = self->tensor.storage_impl()->nbytes();
   return AOTI_TORCH_SUCCESS;
 }
 
 AOTITorchError aoti_torch_get_storage_numel(AtenTensorHandle tensor, int64_t* ret_numel) {
   ST_GETTER_ARGS("aoti_torch_get_storage_numel", tensor, ret_numel);
   ST_NEEDS_DEFINED("aoti_torch_get_storage_numel", tensor);
-  *ret_numel = tensor->tensor.storage_impl()->nbytes() / tensor->tensor.itemsize();
+  *ret_numel = self->tensor.storage_impl()->nbytes() / self->tensor.itemsize();
   return AOTI_TORCH_SUCCESS;
 }
 
 AOTITorchError aoti_torch_get_dim(AtenTensorHandle tensor, int64_t* ret_dim) {
   ST_GETTER_ARGS("aoti_torch_get_dim", tensor, ret_dim);
-  *ret_dim = tensor->tensor.ndim();
+  *ret_dim = self->tensor.ndim();
   return AOTI_TORCH_SUCCESS;
 }
 
 AOTITorchError aoti_torch_get_numel(AtenTensorHandle tensor, int64_t* ret_numel) {
   ST_GETTER_ARGS("aoti_torch_get_numel", tensor, ret_numel);
-  *ret_numel = tensor->tensor.numel();
+  *ret_numel = self->tensor.numel();
   return AOTI_TORCH_SUCCESS;
 }
 
 AOTITorchError aoti_torch_get_sizes(AtenTensorHandle tensor, int64_t** ret_sizes) {
   ST_GETTER_ARGS("aoti_torch_get_sizes", tensor, ret_sizes);
-  *ret_sizes = const_cast<int64_t*>(tensor->tensor.sizes());
+  *ret_sizes = const_cast<int64_t*>(self->tensor.sizes());
   return AOTI_TORCH_SUCCESS;
 }
 
 AOTITorchError aoti_torch_get_strides(AtenTensorHandle tensor, int64_t** ret_strides) {
   ST_GETTER_ARGS("aoti_torch_get_strides", tensor, ret_strides);
-  *ret_strides = const_cast<int64_t*>(tensor->tensor.strides());
+  *ret_strides = const_cast<int64_t*>(self->tensor.strides());
   return AOTI_TORCH_SUCCESS;
 }
 
@@ -115,21 +129,21 @@ AOTITorchError aoti_torch_get_stride(AtenTensorHandle tensor, int64_t d, int64_t
 
 AOTITorchError aoti_torch_get_dtype(AtenTensorHandle tensor, int32_t* ret_dtype) {
   ST_GETTER_ARGS("aoti_torch_get_dtype", tensor, ret_dtype);
-  *ret_dtype = static_cast<int32_t>(tensor->tensor.dtype());
+  *ret_dtype = static_cast<int32_t>(self->tensor.dtype());
   return AOTI_TORCH_SUCCESS;
 }
 
 AOTITorchError aoti_torch_get_device_type(AtenTensorHandle tensor, int32_t* ret_device_type) {
   ST_GETTER_ARGS("aoti_torch_get_device_type", tensor, ret_device_type);
   ST_NEEDS_DEFINED("aoti_torch_get_device_type", tensor);
-  *ret_device_type = tensor->tensor.storage_impl()->device().type;
+  *ret_device_type = self->tensor.storage_impl()->device().type;
   return AOTI_TORCH_SUCCESS;
 }
 
 AOTITorchError aoti_torch_get_device_index(AtenTensorHandle tensor, int32_t* ret_device_index) {
   ST_GETTER_ARGS("aoti_torch_get_device_index", tensor, ret_device_index);
   ST_NEEDS_DEFINED("aoti_torch_get_device_index", tensor);
-  *ret_device_index = tensor->tensor.storage_impl()->device().index;
+  *ret_device_index = self->tensor.storage_impl()->device().index;
   return AOTI_TORCH_SUCCESS;
 }
 
@@ -141,19 +155,19 @@ AOTITorchError aoti_torch_get_layout(AtenTensorHandle tensor, int32_t* ret_layou
 
 AOTITorchError aoti_torch_get_storage_offset(AtenTensorHandle tensor, int64_t* ret_storage_offset) {
   ST_GETTER_ARGS("aoti_torch_get_storage_offset", tensor, ret_storage_offset);
-  *ret_storage_offset = tensor->tensor.storage_offset();
+  *ret_storage_offset = self->tensor.storage_offset();
   return AOTI_TORCH_SUCCESS;
 }
 
 AOTITorchError aoti_torch_is_contiguous(AtenTensorHandle tensor, bool* ret_is_contiguous) {
   ST_GETTER_ARGS("aoti_torch_is_contiguous", tensor, ret_is_contiguous);
-  *ret_is_contiguous = tensor->tensor.is_contiguous();
+  *ret_is_contiguous = self->tensor.is_contiguous();
   return AOTI_TORCH_SUCCESS;
 }
 
 AOTITorchError aoti_torch_is_defined(AtenTensorHandle tensor, bool* ret_is_defined) {
   ST_GETTER_ARGS("aoti_torch_is_defined", tensor, ret_is_defined);
-  *ret_is_defined = tensor->tensor.defined();
+  *ret_is_defined = self->tensor.defined();
   return AOTI_TORCH_SUCCESS;
 }
 

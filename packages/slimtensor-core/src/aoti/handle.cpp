@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <unordered_set>
+#include <vector>
 
 #include "slimtensor/base/checked_math.h"
 #include "slimtensor/runtime/events.h"
@@ -13,7 +13,8 @@
 
 namespace slimtensor::aoti {
 
-thread_local BlockCache* t_blocks = nullptr;
+thread_local SlotCache* t_slots = nullptr;
+std::atomic<HandleSlot*> g_chunks[kNumChunks];
 
 const bool g_debug_handles = [] {
   const char* v = std::getenv("SLIMTENSOR_DEBUG_HANDLES");
@@ -23,24 +24,42 @@ const bool g_debug_handles = [] {
 namespace {
 
 thread_local char t_last_error[1024] = "";
-thread_local bool t_blocks_gone __attribute__((tls_model("initial-exec"))) = false;  // the thread is exiting
+thread_local bool t_slots_gone __attribute__((tls_model("initial-exec"))) = false;  // the thread is exiting
 
-// Note [Debug handle registry]
-// Read once when the library loads. The registry is a leaked heap object so that handles deleted
-// by static destructors of other libraries (a model's constants at exit) still find it.
-
-struct Registry {
+// The table's free list and chunk count (Note [Handle table]). A leaked heap object, so that handles
+// deleted by static destructors of other libraries (a model's constants at exit) still find it.
+struct Table {
   std::mutex mutex;
-  std::unordered_set<const void*> live;
+  std::vector<uint32_t> free;
+  uint32_t chunks = 0;
 };
-Registry& registry() {
-  static Registry* r = new Registry;
-  return *r;
+Table& table() {
+  static Table* t = new Table;
+  return *t;
+}
+
+// Adds a chunk of free slots (the table's lock held). Throws std::bad_alloc when out of memory or out of
+// slots (2^26 handles alive at once).
+void grow(Table& t) {
+  if (t.chunks == kNumChunks) throw std::bad_alloc();
+  auto* chunk = static_cast<HandleSlot*>(::operator new(sizeof(HandleSlot) * kChunkSlots));
+  t.free.reserve(size_t{t.chunks + 1} * kChunkSlots);  // room for every slot: pushes never allocate
+  const uint32_t base = t.chunks << kChunkBits;
+  for (uint32_t i = 0; i < kChunkSlots; ++i) {
+    HandleSlot* s = new (chunk + i) HandleSlot;
+    s->index = base + i;
+  }
+  if (base == 0) chunk[0].key.store(~uint64_t{0}, std::memory_order_relaxed);  // slot 0: never a handle
+  for (uint32_t i = kChunkSlots; i-- > (base == 0 ? 1u : 0u);) t.free.push_back(base + i);
+  g_chunks[t.chunks].store(chunk, std::memory_order_release);
+  ++t.chunks;
 }
 
 void trace(EventKind kind, AtenTensorHandle h, const char* op) noexcept {
+  AtenTensorOpaque* o = live_opaque(h);
+  if (!o) return;
   events::emit(kind, [&](Event& e) {
-    const Tensor& t = h->tensor;
+    const Tensor& t = o->tensor;
     e.id = reinterpret_cast<uint64_t>(h);
     e.op = op;
     if (t.defined()) {
@@ -55,6 +74,20 @@ void trace(EventKind kind, AtenTensorHandle h, const char* op) noexcept {
   });
 }
 
+// The cache itself is on the heap: the library's TLS block must stay small, since its initial-exec
+// variables put all of it in the static TLS space that dlopen can use (a few hundred bytes spare).
+struct SlotCacheOwner {
+  SlotCache* cache = nullptr;
+  ~SlotCacheOwner() { delete cache; }
+};
+SlotCache* this_threads_cache() noexcept {
+  if (t_slots_gone) return nullptr;
+  thread_local SlotCacheOwner owner;
+  if (!owner.cache) owner.cache = new (std::nothrow) SlotCache;  // NULL: this thread uses the table directly
+  t_slots = owner.cache;
+  return t_slots;
+}
+
 }  // namespace
 
 char* last_error_buffer() noexcept { return t_last_error; }
@@ -64,84 +97,63 @@ int64_t live_handles() noexcept {
   return n;
 }
 
-BlockCache::~BlockCache() {
-  t_blocks = nullptr;
-  t_blocks_gone = true;  // handles made or deleted later in this thread's exit use the heap directly
-  while (head) {
-    void* next = *static_cast<void**>(head);
-    ::operator delete(head);
-    head = next;
-  }
+SlotCache::~SlotCache() {
+  t_slots = nullptr;
+  t_slots_gone = true;  // handles made or deleted later in this thread's exit use the table directly
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  t.free.insert(t.free.end(), free, free + count);  // reserved when the chunks were made: no allocation
   count = 0;
 }
 
-namespace {
-BlockCache* this_threads_cache() {
-  if (t_blocks_gone) return nullptr;
-  thread_local BlockCache cache;
-  t_blocks = &cache;
-  return t_blocks;
-}
-}  // namespace
-
-void* take_block_slow() {
-  if (BlockCache* c = this_threads_cache(); c && c->head) return take_block();
-  return ::operator new(sizeof(AtenTensorOpaque));
-}
-
-void give_block_slow(void* block) noexcept {
-  if (BlockCache* c = this_threads_cache(); c && c->count < kCachedBlocks) {
-    give_block(block);
-    return;
+HandleSlot* take_slot_slow() {
+  SlotCache* c = this_threads_cache();
+  if (c && c->count > 0) return take_slot();
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  if (t.free.empty()) grow(t);
+  if (c) {  // refill half the cache, keep one for this call
+    while (c->count < kCachedSlots / 2 && t.free.size() > 1) {
+      c->free[c->count++] = t.free.back();
+      t.free.pop_back();
+    }
   }
-  ::operator delete(block);
+  const uint32_t index = t.free.back();
+  t.free.pop_back();
+  return slot_at(index);
+}
+
+void give_slot_slow(HandleSlot* slot) noexcept {
+  if (slot->gen >= kMaxGen) return;  // retired: every generation of this slot has been used
+  SlotCache* c = this_threads_cache();
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  if (c && c->count == kCachedSlots) {  // hand half the cache back
+    t.free.insert(t.free.end(), c->free + kCachedSlots / 2, c->free + kCachedSlots);
+    c->count = kCachedSlots / 2;
+  }
+  if (c && c->count < kCachedSlots) {
+    c->free[c->count++] = slot->index;
+  } else {
+    t.free.push_back(slot->index);  // capacity reserved in grow(): never allocates
+  }
 }
 
 void handle_made_slow(AtenTensorHandle h, const char* op) {
-  if (g_debug_handles) {
-    Registry& r = registry();
-    try {
-      std::lock_guard<std::mutex> lock(r.mutex);
-      r.live.insert(h);
-    } catch (...) {
-      const DeviceType type = h->counted_type;
-      h->~AtenTensorOpaque();
-      give_block(h);
-      counters::handle_destroyed(type);
-      throw;
-    }
-  }
   if (events::tracing_active()) trace(EventKind::HandleCreate, h, op);
 }
 
 void handle_deleting_slow(AtenTensorHandle h) noexcept {
   if (events::tracing_active()) trace(EventKind::HandleDelete, h, "aoti_torch_delete_tensor_object");
-  if (g_debug_handles) {
-    Registry& r = registry();
-    std::lock_guard<std::mutex> lock(r.mutex);
-    r.live.erase(h);
-  }
 }
 
-void check_handle_slow(AtenTensorHandle h, const char* function, const char* arg) {
-  if (__builtin_expect(h == nullptr, 0)) {
-    fail(ErrorKind::Value, function, "(): ", arg,
-         " is NULL; pass a handle returned by an aoti_torch_* function");
+void bad_handle(AtenTensorHandle h, const char* function, const char* arg) {
+  if (h == nullptr) {
+    fail(ErrorKind::Value, function, "(): ", arg, " is NULL; pass a handle returned by an aoti_torch_* function");
   }
-  if (g_debug_handles) {
-    Registry& r = registry();
-    std::lock_guard<std::mutex> lock(r.mutex);
-    if (!r.live.count(h)) {
-      fail(ErrorKind::Value, function, "(): ", arg, " = ", static_cast<const void*>(h),
-           " is not a live slimtensor handle (already deleted, or made by another library)");
-    }
-    return;
-  }
-  if (__builtin_expect(h->magic != kHandleMagic, 0)) {
-    fail(ErrorKind::Value, function, "(): ", arg, " = ", static_cast<const void*>(h),
-         " is not a live slimtensor handle (already deleted, or made by another library); "
-         "run with SLIMTENSOR_DEBUG_HANDLES=1 to track handles");
-  }
+  fail(ErrorKind::Value, function, "(): ", arg, " = ", static_cast<const void*>(h),
+       " is not a live slimtensor handle (already deleted, or made by another library); "
+       "pass a handle returned by an aoti_torch_* function and not yet deleted");
 }
 
 void set_last_error(const char* function, const char* message) noexcept {

@@ -8,10 +8,12 @@
 // undoes both. A handle may hold an undefined tensor (aoti_torch_new_uninitialized_tensor).
 //
 // Note [Handle checks]
-// Getters only NULL-check (they must cost a few ns). Every other entry point also checks the handle's
-// magic word, which delete_handle clears, so most double deletes are caught even without the debug
-// registry. With SLIMTENSOR_DEBUG_HANDLES=1 (read once, at load) every live handle is in a registry and
-// any pointer that is not in it (foreign, already deleted) is an error instead of undefined behaviour.
+// A handle is not a pointer: it is a 64-bit key naming a slot of a handle table and the generation of
+// that slot (Note [Handle table]). Every entry point, getters included, checks that the key is the one
+// its slot holds now, in every mode. A NULL, foreign, deleted or reused-then-stale handle is therefore
+// always an error (never a read of freed memory, never the destruction of an unrelated new handle), for
+// one table load and one compare more than a NULL test. SLIMTENSOR_DEBUG_HANDLES is still read (and
+// reported by slimtensor_aoti_debug_handles) but no longer needed: the exact check is always on.
 //
 // Note [No exception crosses the C ABI]
 // Every aoti_torch_* function returning AOTITorchError runs its body inside guarded(), which turns any
@@ -21,6 +23,7 @@
 // This header is internal to libslimtensor (hosts use the C ABI: slimtensor/c/shim.h).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <new>
@@ -37,79 +40,116 @@ struct AtenTensorOpaque {
   template <typename Make>
   AtenTensorOpaque(BuildWith, Make&& make) : tensor(make()) {}
 
-  uint32_t magic = 0;                         // kHandleMagic while the handle is live
   slimtensor::DeviceType counted_type = 0;    // the device type its creation was counted under
   slimtensor::Tensor tensor;
 };
 
 namespace slimtensor::aoti {
 
-constexpr uint32_t kHandleMagic = 0x51AB7E45u;
 
 // SLIMTENSOR_DEBUG_HANDLES, read once when the library loads (Note [Handle checks]).
 extern const bool g_debug_handles;
 inline bool debug_handles() noexcept { return g_debug_handles; }
 
+// Note [Handle table]
+// Handles live in slots of a table that only grows: chunks of kChunkSlots slots, never freed or moved, so
+// reading a slot through any 64-bit value is always defined. A handle's value is its key:
+//   bit 63 set | 31-bit generation (bits 32..62) | 26-bit slot index (bits 0..25), bits 26..31 zero.
+// A slot's generation grows by one per handle made in it; a slot that has used all 2^31 - 1 generations is
+// retired (never handed out again), so no key is ever issued twice: a stale copy of a deleted handle can
+// never name a later handle. Bit 63 makes every key a non-canonical address, so no user-space pointer
+// (top bit clear on x86-64 and AArch64) is ever taken for a handle, and a key dereferenced as a pointer
+// faults at once. Slot 0 is never handed out; its key is all ones, which no value with index 0 equals,
+// so NULL fails the same compare as any other non-handle.
+//
 // Note [Handle blocks]
 // Handles are made and deleted at a high rate (every intermediate buffer of a model run). Each thread keeps
-// up to kCachedBlocks freed handle blocks and reuses them before asking malloc; a block freed on another
-// thread simply joins that thread's cache. The hot path reads an initial-exec TLS pointer (no
-// __tls_get_addr call); the cache is made on a thread's first handle and emptied when the thread exits,
-// after which that thread's handles come from the heap directly.
-struct BlockCache {
-  void* head = nullptr;
-  int count = 0;
-  ~BlockCache();
+// up to kCachedSlots free slot indices and reuses them before taking the table's lock; the hot path reads
+// an initial-exec TLS pointer (no __tls_get_addr call). The cache is made on a thread's first handle and
+// handed back to the table when the thread exits, after which that thread uses the table directly.
+struct HandleSlot {
+  std::atomic<uint64_t> key{0};  // the live handle's key; 0 while the slot is free
+  uint32_t gen = 0;              // generations used so far
+  uint32_t index = 0;
+  alignas(AtenTensorOpaque) unsigned char body[sizeof(AtenTensorOpaque)];
+  AtenTensorOpaque* opaque() noexcept { return std::launder(reinterpret_cast<AtenTensorOpaque*>(body)); }
 };
-constexpr int kCachedBlocks = 256;
-extern thread_local BlockCache* t_blocks __attribute__((tls_model("initial-exec"), visibility("hidden")));
-void* take_block_slow();
-void give_block_slow(void* block) noexcept;
+constexpr int kIndexBits = 26, kChunkBits = 10;
+constexpr uint32_t kChunkSlots = 1u << kChunkBits;
+constexpr uint32_t kNumChunks = 1u << (kIndexBits - kChunkBits);
+constexpr uint32_t kMaxGen = 0x7FFFFFFFu;
+extern std::atomic<HandleSlot*> g_chunks[kNumChunks];
 
-inline void* take_block() {
-  BlockCache* c = t_blocks;
-  if (__builtin_expect(c != nullptr && c->head != nullptr, 1)) {
-    void* p = c->head;
-    c->head = *static_cast<void**>(p);
-    --c->count;
-    return p;
-  }
-  return take_block_slow();
+inline uint64_t handle_key(uint32_t index, uint32_t gen) noexcept {
+  return (uint64_t{0x80000000u | gen} << 32) | index;
+}
+// The slot a handle value names, or NULL if it names no live handle (NULL, foreign, deleted, stale).
+inline HandleSlot* live_slot(AtenTensorHandle h) noexcept {
+  const uint64_t v = reinterpret_cast<uintptr_t>(h);
+  HandleSlot* chunk = g_chunks[(v >> kChunkBits) & (kNumChunks - 1)].load(std::memory_order_acquire);
+  if (__builtin_expect(chunk == nullptr, 0)) return nullptr;
+  HandleSlot* slot = chunk + (v & (kChunkSlots - 1));
+  return __builtin_expect(slot->key.load(std::memory_order_relaxed) == v, 1) ? slot : nullptr;
+}
+// The handle object of a live handle, or NULL.
+inline AtenTensorOpaque* live_opaque(AtenTensorHandle h) noexcept {
+  HandleSlot* s = live_slot(h);
+  return s ? s->opaque() : nullptr;
 }
 
-inline void give_block(void* p) noexcept {
-  BlockCache* c = t_blocks;
-  if (__builtin_expect(c != nullptr && c->count < kCachedBlocks, 1)) {
-    *static_cast<void**>(p) = c->head;
-    c->head = p;
-    ++c->count;
+struct SlotCache {
+  uint32_t free[256];
+  int count = 0;
+  ~SlotCache();
+};
+constexpr int kCachedSlots = 256;
+extern thread_local SlotCache* t_slots __attribute__((tls_model("initial-exec"), visibility("hidden"))) ST_CONSTANT_INIT;
+HandleSlot* take_slot_slow();
+void give_slot_slow(HandleSlot* slot) noexcept;
+inline HandleSlot* slot_at(uint32_t index) noexcept {
+  return g_chunks[index >> kChunkBits].load(std::memory_order_relaxed) + (index & (kChunkSlots - 1));
+}
+
+inline HandleSlot* take_slot() {
+  SlotCache* c = t_slots;
+  if (__builtin_expect(c != nullptr && c->count > 0, 1)) return slot_at(c->free[--c->count]);
+  return take_slot_slow();
+}
+
+// A slot whose handle is gone (key already 0): back to the cache, or retired when out of generations.
+inline void give_slot(HandleSlot* s) noexcept {
+  SlotCache* c = t_slots;
+  if (__builtin_expect(c != nullptr && c->count < kCachedSlots && s->gen < kMaxGen, 1)) {
+    c->free[c->count++] = s->index;
     return;
   }
-  give_block_slow(p);
+  give_slot_slow(s);
 }
 
 // Registration (debug registry) and tracing of a new handle, when either is on. If registration fails the
 // handle is destroyed and the exception rethrown.
 void handle_made_slow(AtenTensorHandle h, const char* op);
-// Tracing and deregistration of a handle about to be deleted, when either is on.
+// Tracing of a handle about to be deleted.
 void handle_deleting_slow(AtenTensorHandle h) noexcept;
 
 // A new handle (counted and traced) holding the tensor `make()` returns, built in place; `op` names the
 // creator in traces. If make() throws, nothing is left behind.
 template <typename Make>
 AtenTensorHandle emplace_handle(const char* op, Make&& make) {
-  void* block = take_block();
-  AtenTensorHandle h;
+  HandleSlot* slot = take_slot();
+  AtenTensorOpaque* o;
   try {
-    h = new (block) AtenTensorOpaque(AtenTensorOpaque::BuildWith{}, make);
+    o = new (slot->body) AtenTensorOpaque(AtenTensorOpaque::BuildWith{}, make);
   } catch (...) {
-    give_block(block);
+    give_slot(slot);
     throw;
   }
-  h->magic = kHandleMagic;
-  h->counted_type = h->tensor.defined() ? h->tensor.storage_impl()->device().type : kCPU;
-  counters::handle_created(h->counted_type);
-  if (__builtin_expect(g_debug_handles || events::tracing_active(), 0)) handle_made_slow(h, op);
+  o->counted_type = o->tensor.defined() ? o->tensor.storage_impl()->device().type : kCPU;
+  const uint64_t key = handle_key(slot->index, ++slot->gen);
+  slot->key.store(key, std::memory_order_release);
+  auto h = reinterpret_cast<AtenTensorHandle>(static_cast<uintptr_t>(key));
+  counters::handle_created(o->counted_type);
+  if (__builtin_expect(events::tracing_active(), 0)) handle_made_slow(h, op);
   return h;
 }
 
@@ -118,21 +158,26 @@ inline AtenTensorHandle make_handle(Tensor&& tensor, const char* op) {
   return emplace_handle(op, [&] { return std::move(tensor); });
 }
 
-// Destroys a handle made by emplace_handle (no checks: callers check_handle first).
-inline void delete_handle(AtenTensorHandle h) noexcept {
-  if (__builtin_expect(g_debug_handles || events::tracing_active(), 0)) handle_deleting_slow(h);
-  const DeviceType type = h->counted_type;
-  h->magic = 0;
-  h->~AtenTensorOpaque();
-  give_block(h);
-  counters::handle_destroyed(type);
+// The slow path of check_handle: throws the right error for a value that is not a live handle.
+[[noreturn]] void bad_handle(AtenTensorHandle h, const char* function, const char* arg);
+// The handle object of h; throws unless h is a live handle (NULL, foreign, deleted, stale).
+inline AtenTensorOpaque* check_handle(AtenTensorHandle h, const char* function, const char* arg) {
+  HandleSlot* s = live_slot(h);
+  if (__builtin_expect(s == nullptr, 0)) bad_handle(h, function, arg);
+  return s->opaque();
 }
-// The slow path of check_handle: throws the right error, or checks the debug registry.
-void check_handle_slow(AtenTensorHandle h, const char* function, const char* arg);
-// Throws unless h is a live handle (NULL, cleared magic, or not registered in debug mode).
-inline void check_handle(AtenTensorHandle h, const char* function, const char* arg) {
-  if (__builtin_expect(h != nullptr && !g_debug_handles && h->magic == kHandleMagic, 1)) return;
-  check_handle_slow(h, function, arg);
+
+// Destroys a live handle (callers check_handle first). The key is cleared first, so the value is dead
+// before the tensor's destructor runs.
+inline void delete_handle(AtenTensorHandle h) noexcept {
+  if (__builtin_expect(events::tracing_active(), 0)) handle_deleting_slow(h);
+  HandleSlot* s = slot_at(static_cast<uint32_t>(reinterpret_cast<uintptr_t>(h)) & ((1u << kIndexBits) - 1));
+  AtenTensorOpaque* o = s->opaque();
+  const DeviceType type = o->counted_type;
+  s->key.store(0, std::memory_order_relaxed);
+  o->~AtenTensorOpaque();
+  give_slot(s);
+  counters::handle_destroyed(type);
 }
 char* last_error_buffer() noexcept;  // the thread's NUL-terminated last error (1024 bytes)
 int64_t live_handles() noexcept;
@@ -143,12 +188,12 @@ void set_last_error(const char* function, const char* message) noexcept;
 // The tensor behind a handle argument, checked live and (if `need_defined`) defined.
 inline const Tensor& tensor_arg(AtenTensorHandle h, const char* function, const char* arg,
                                 bool need_defined = true) {
-  check_handle(h, function, arg);
-  if (need_defined && !h->tensor.defined()) {
+  AtenTensorOpaque* o = check_handle(h, function, arg);
+  if (need_defined && !o->tensor.defined()) {
     fail(ErrorKind::Value, function, "(): ", arg,
          " is an undefined tensor (made by aoti_torch_new_uninitialized_tensor); assign a tensor to it first");
   }
-  return h->tensor;
+  return o->tensor;
 }
 
 [[noreturn]] void bad_shape_arg(int64_t ndim, const char* function);

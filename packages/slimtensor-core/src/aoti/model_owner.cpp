@@ -101,8 +101,9 @@ int32_t slimtensor_aoti_owner_adopt_output(void* owner, AtenTensorHandle output)
       o->refs.fetch_sub(1, std::memory_order_relaxed);
       throw;
     }
-    output->tensor = Tensor::make(Storage::adopt(pinned), IntList(t.sizes(), t.ndim()), IntList(t.strides(), t.ndim()),
-                                  t.storage_offset(), t.dtype(), "model output (aliases a constant)");
+    check_handle(output, fn, "output")->tensor =
+        Tensor::make(Storage::adopt(pinned), IntList(t.sizes(), t.ndim()), IntList(t.strides(), t.ndim()),
+                     t.storage_offset(), t.dtype(), "model output (aliases a constant)");
     adopted = 1;
   });
   return rc == AOTI_TORCH_SUCCESS ? adopted : -1;

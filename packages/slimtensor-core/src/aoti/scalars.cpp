@@ -49,8 +49,9 @@ T convert_scalar(const Scalar& s, const char* fn, const char* tname) {
 
 template <typename T>
 AOTITorchError item_impl(const char* fn, const char* tname, ScalarType same, AtenTensorHandle h, T* ret) {
-  if (__builtin_expect(h && ret && h->magic == kHandleMagic && !debug_handles(), 1)) {
-    const Tensor& t = h->tensor;
+  AtenTensorOpaque* o = live_opaque(h);
+  if (__builtin_expect(o && ret, 1)) {
+    const Tensor& t = o->tensor;
     if (t.defined() && t.dtype() == same && t.numel() == 1 && t.device().is_cpu()) {
       std::memcpy(ret, t.data_ptr(), sizeof(T));
       return AOTI_TORCH_SUCCESS;

@@ -13,8 +13,8 @@ AtenTensorHandle new_tensor_handle(const Tensor& t, const char* op) {
 }
 
 Tensor steal_tensor_handle(AtenTensorHandle h, const char* function) {
-  check_handle(h, function, "handle");
-  Tensor t = std::move(h->tensor);
+  AtenTensorOpaque* o = check_handle(h, function, "handle");
+  Tensor t = std::move(o->tensor);
   delete_handle(h);
   return t;
 }

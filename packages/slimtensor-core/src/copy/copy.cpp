@@ -131,6 +131,10 @@ void copy_(const Tensor& dst, const Tensor& src, bool non_blocking) {
     }
     const bool both_dense = is_non_overlapping_and_dense(dst.sizes(), dst.strides(), dst.ndim()) &&
                             is_non_overlapping_and_dense(src.sizes(), src.strides(), src.ndim());
+    ST_CHECK(same_elements || !(both_dense && byte_offset(dst) == byte_offset(src) && dst.numel() == src.numel()), Runtime,
+             "copy_(): the source is the destination's own memory in another layout (as in m.copy_(m.T)): the "
+             "same elements in another order, so elements would be overwritten before they are read; copy "
+             "from a clone: dst.copy_(src.clone())");
     ST_CHECK(same_elements || !both_dense, Runtime, "copy_(): the source and the destination partially overlap in memory; "
              "copy from a clone: dst.copy_(src.clone())");
     // Interleaved views of one storage (t[::2] and t[1::2]) may share a byte range without sharing an

@@ -152,9 +152,17 @@ inline D convert(const S& s) {
 // --- loops ---------------------------------------------------------------------------------------------
 using RunFn = void (*)(const char* src, int64_t ss, char* dst, int64_t ds, int64_t n);
 
+template <class T>
+inline bool aligned_for(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & (alignof(T) - 1)) == 0;
+}
+
+// Typed (vectorisable) loops only over aligned pointers; a from_blob or numpy buffer may be misaligned
+// (a view at an odd byte offset), and then every element goes through memcpy, which is defined for any
+// address (and compiles to unaligned loads and stores).
 template <class S, class D>
 void convert_run(const char* src, int64_t ss, char* dst, int64_t ds, int64_t n) {
-  if (ds == static_cast<int64_t>(sizeof(D))) {
+  if (ds == static_cast<int64_t>(sizeof(D)) && aligned_for<D>(dst) && aligned_for<S>(src)) {
     D* d = reinterpret_cast<D*>(dst);
     if (ss == static_cast<int64_t>(sizeof(S))) {
       // Contiguous: element-indexed so the compiler can vectorise the conversion.
@@ -266,7 +274,12 @@ const CopyKernels* select_kernels() {
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
     avx512 = copy_kernels_avx512();
   }
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+#if defined(__clang__) && __clang_major__ < 16
+  const bool f16c = true;  // clang < 16 cannot query it; every CPU with AVX2 and FMA has F16C
+#else
+  const bool f16c = __builtin_cpu_supports("f16c");
+#endif
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c) {
     avx2 = copy_kernels_avx2();
   }
 #endif

@@ -149,8 +149,12 @@ void bf16_to_f32(const void* src_, void* dst_, int64_t n, bool stream) {
   const uint16_t* s = static_cast<const uint16_t*>(src_);
   float* d = static_cast<float*>(dst_);
   int64_t i = 0;
-  for (; i < n && stream && !aligned64(d + i); ++i) d[i] = _mm512_cvtss_f32(_mm512_castsi512_ps(_mm512_slli_epi32(
-      _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(1, s + i)), 16)));
+  // The head (until d is 64-byte aligned) stores through memcpy: d may not even be 4-byte aligned.
+  for (; i < n && stream && !aligned64(d + i); ++i) {
+    const float v = _mm512_cvtss_f32(_mm512_castsi512_ps(_mm512_slli_epi32(
+        _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(1, s + i)), 16)));
+    __builtin_memcpy(d + i, &v, sizeof(v));
+  }
   for (; i + 16 <= n; i += 16) {
     const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
     store_ps(d + i, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)), stream);
@@ -167,8 +171,9 @@ void f16_to_f32(const void* src_, void* dst_, int64_t n, bool stream) {
   const uint16_t* s = static_cast<const uint16_t*>(src_);
   float* d = static_cast<float*>(dst_);
   int64_t i = 0;
-  for (; i < n && stream && !aligned64(d + i); ++i) {
-    d[i] = _mm512_cvtss_f32(from_f16(_mm256_maskz_loadu_epi16(1, s + i)));
+  for (; i < n && stream && !aligned64(d + i); ++i) {  // memcpy: d may not even be 4-byte aligned
+    const float v = _mm512_cvtss_f32(from_f16(_mm256_maskz_loadu_epi16(1, s + i)));
+    __builtin_memcpy(d + i, &v, sizeof(v));
   }
   for (; i + 16 <= n; i += 16) {
     store_ps(d + i, from_f16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i))), stream);

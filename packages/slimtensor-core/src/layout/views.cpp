@@ -99,7 +99,7 @@ Tensor narrow(const Tensor& self, int64_t dim, int64_t start, int64_t length) {
   ST_CHECK(start >= -size && start <= size, Index, "narrow(): start ", start, " is out of range for dimension ", d,
            " of size ", size);
   if (start < 0) start += size;
-  ST_CHECK(length >= 0 && start + length <= size, Index, "narrow(): start (", start, ") + length (", length,
+  ST_CHECK(length >= 0 && length <= size - start, Index, "narrow(): start (", start, ") + length (", length,
            ") exceeds dimension size (", size, ")");
   Dims out = self.dims();
   out.sizes()[d] = length;

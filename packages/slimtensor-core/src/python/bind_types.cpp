@@ -123,7 +123,35 @@ Scalar to_scalar(nb::handle obj, const char* function) {
   if (PyFloat_Check(o)) return Scalar::from_double(PyFloat_AS_DOUBLE(o));
   if (PyComplex_Check(o)) return Scalar::from_complex(PyComplex_RealAsDouble(o), PyComplex_ImagAsDouble(o));
   // numpy scalars and 0-d arrays: integers by __index__, the rest by __complex__/__float__.
-  if (PyIndex_Check(o)) return to_scalar(nb::steal(PyNumber_Index(o)), function);
+  if (PyIndex_Check(o)) {
+    nb::object index = nb::steal(PyNumber_Index(o));
+    if (index.is_valid()) return to_scalar(index, function);
+    // Its __index__ raised: a one-element numpy array (whose __index__ only 0-d arrays have) is its item;
+    // anything else (an array of several elements, any object) is an error that says what was expected.
+    nb::python_error raised;
+    long long elements = -1;
+    if (PyObject* size = PyObject_GetAttrString(o, "size")) {
+      if (PyLong_Check(size)) elements = PyLong_AsLongLong(size);
+      Py_DECREF(size);
+    }
+    PyErr_Clear();
+    if (elements == 1 && PyObject_HasAttrString(o, "item")) {
+      nb::object item = nb::steal(PyObject_CallMethod(o, "item", nullptr));
+      if (!item.is_valid()) throw nb::python_error();
+      if (PyLong_Check(item.ptr()) || !PyIndex_Check(item.ptr())) return to_scalar(item, function);
+    }
+    std::string why = Py_TYPE(raised.value().ptr())->tp_name;
+    if (PyObject* text = PyObject_Str(raised.value().ptr())) {
+      if (const char* c = PyUnicode_AsUTF8(text)) why += std::string(": ") + c;
+      Py_DECREF(text);
+    }
+    PyErr_Clear();
+    std::string what = Py_TYPE(o)->tp_name;
+    if (elements >= 0) what += " of " + std::to_string(elements) + " elements";
+    throw nb::type_error((std::string(function) + ": expected a number (bool, int, float, complex or a one-element "
+                          "array) but got " + what + ", whose __index__ raised " + why +
+                          "; pass a single value, e.g. a.item()").c_str());
+  }
   if (PyObject_HasAttrString(o, "dtype")) {
     nb::object kind = nb::handle(o).attr("dtype").attr("kind");
     const std::string k = nb::cast<std::string>(kind);

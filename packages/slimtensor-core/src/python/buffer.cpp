@@ -82,7 +82,10 @@ int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) {
   auto* shape = new ExportedShape;
   for (int d = 0; d < t->ndim(); ++d) {
     shape->shape[d] = t->sizes()[d];
-    shape->strides[d] = t->strides()[d] * t->itemsize();
+    // Only a dim of size <= 1 can have a stride whose byte count overflows (the view fits its storage),
+    // and its stride is never used: export 0 rather than a wrapped (undefined) product.
+    int64_t bytes = 0;
+    shape->strides[d] = __builtin_mul_overflow(t->strides()[d], t->itemsize(), &bytes) ? 0 : bytes;
   }
   view->buf = t->data_ptr();
   view->obj = self;

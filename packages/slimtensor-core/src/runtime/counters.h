@@ -34,7 +34,13 @@ struct alignas(64) Bytes {
 // The calling thread's block; null before its first count and once the thread is exiting. A plain
 // %fs-relative load (the general-dynamic model would call __tls_get_addr on every count); 8 bytes, well
 // inside the static TLS that glibc keeps for libraries loaded with dlopen.
-extern thread_local CountBlock* t_block __attribute__((tls_model("initial-exec"), visibility("hidden")));
+// Clang has no -fno-extern-tls-init: telling it the variable is constant-initialised drops the TLS wrapper.
+#if defined(__clang__)
+#define ST_CONSTANT_INIT __attribute__((require_constant_initialization))
+#else
+#define ST_CONSTANT_INIT
+#endif
+extern thread_local CountBlock* t_block __attribute__((tls_model("initial-exec"), visibility("hidden"))) ST_CONSTANT_INIT;
 extern Bytes g_bytes[kMaxDeviceTypes] __attribute__((visibility("hidden")));
 // Device memory plugins hold outside storages, as they report it (st_core_table.note_device_memory).
 extern Bytes g_plugin_bytes[kMaxDeviceTypes] __attribute__((visibility("hidden")));

@@ -7,6 +7,7 @@
 #include "slimtensor/base/checked_math.h"
 #include "slimtensor/base/error.h"
 #include "slimtensor/copy/fill.h"
+#include "slimtensor/runtime/device_registry.h"
 
 namespace slimtensor {
 
@@ -49,6 +50,8 @@ Tensor full(IntList sizes, const Scalar& value, ScalarType dtype, Device device)
 
 Tensor from_blob(void* data, IntList sizes, IntList strides, int64_t storage_offset, ScalarType dtype, Device device,
                  BorrowDeleter deleter, void* context, bool read_only, const char* owner, const char* op) {
+  // A device must be registered and usable before memory is called its own (as empty(device=...) checks).
+  if (!device.is_cpu()) usable_device(device, op);
   return Tensor::make_for_extent(sizes, strides, storage_offset, dtype, op, op, [&](int64_t extent) {
     return Storage::adopt(StorageImpl::borrow(device, data, extent, deleter, context, read_only, owner, op));
   });

@@ -64,6 +64,9 @@ int64_t storage_bytes_needed(IntList sizes, IntList strides, int64_t offset, int
   int64_t last = offset;  // index of the last element reached
   bool overflow = false;
   for (int64_t d = 0; d < sizes.size; ++d) {
+    ST_CHECK(sizes[d] >= 0, Value, function, ": sizes must be >= 0 but size[", d, "] is ", sizes[d]);
+  }
+  for (int64_t d = 0; d < sizes.size; ++d) {
     if (sizes[d] == 0) return 0;
     int64_t step = 0;
     overflow |= mul_overflows(strides[d], sizes[d] - 1, &step);
@@ -156,6 +159,7 @@ int64_t Tensor::check_layout(const char* op) {
   for (int d = n - 1; d >= 0; --d) {
     const int64_t size = sz[d], stride = st[d];
     negative |= (size | stride) < 0;
+    if (size < 0) continue;  // reported below; size - 1 could overflow (INT64_MIN)
     if (size != 1) contiguous &= stride == nonzero;  // only read when no size is 0
     if (size == 0) {
       empty = true;

@@ -103,7 +103,7 @@ class AOTIModel:
         except _elf.ElfError as e:
             raise AOTIError(f"slimtensor.aoti.load(): cannot bind {path!r} to slimtensor: {e}") from e
         try:
-            self._dll = ctypes.CDLL(files.so_path, mode=os.RTLD_LOCAL | os.RTLD_NOW | os.RTLD_DEEPBIND)
+            self._dll = ctypes.CDLL(files.so_path, mode=_runtime.model_dlopen_mode())  # Note [Sanitizer binding]
         except OSError as e:
             msg = str(e)
             hint = ""
@@ -166,6 +166,21 @@ class AOTIModel:
         except AttributeError:
             self._blob_fn = None
 
+    def _constant_layout(self, container) -> list[tuple[str, int, int, bool]]:
+        """(name, nbytes, dtype code, from folded) of each constant, for _package.check_weights_blob."""
+        folded_fn = self._fn("AOTInductorModelContainerGetConstantFromFolded", c_int32, c_void_p, c_size_t,
+                             POINTER(ctypes.c_bool))
+        n, out = c_size_t(), []
+        if self._n_const_fn(container, ctypes.byref(n)) != 0:
+            raise self._model_error("slimtensor.aoti.load(): reading the model's constants failed")
+        for i in range(n.value):
+            s, d, z, f = c_char_p(), c_int32(), c_size_t(), ctypes.c_bool()
+            if (self._const_name_fn(container, i, ctypes.byref(s)) or self._const_dtype_fn(container, i, ctypes.byref(d))
+                    or self._const_size_fn(container, i, ctypes.byref(z)) or folded_fn(container, i, ctypes.byref(f))):
+                raise self._model_error(f"slimtensor.aoti.load(): reading constant {i} of the model failed")
+            out.append(((s.value or b"").decode("utf-8", "replace"), z.value, d.value, f.value))
+        return out
+
     def _model_error(self, what: str) -> AOTIError:
         msg = c_char_p()
         text = ""
@@ -203,6 +218,13 @@ class AOTIModel:
                     )
                 with open(self._files.weights_path, "rb") as f:
                     self._blob = bytearray(f.read())
+                try:
+                    _package.check_weights_blob(self.path, len(self._blob), self._constant_layout(container))
+                except BaseException:
+                    lib.slimtensor_aoti_owner_set_container(self._owner, container)
+                    lib.slimtensor_aoti_owner_release(self._owner)  # deletes the container
+                    self._owner = None
+                    raise
                 buf = (c_uint8 * len(self._blob)).from_buffer(self._blob)
                 rc2 = self._blob_fn(container, buf)
                 if rc2 != 0:

@@ -54,10 +54,32 @@ def _copy_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: str) -> None:
     os.chmod(dest, 0o700)
 
 
+def _parse_metadata(raw: bytes, name: str) -> dict:
+    """The package's wrapper metadata: a JSON object of strings (AOTI_DEVICE_KEY, AOTI_CPU_ISA, ...)."""
+    try:
+        md = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{name} is not valid JSON ({e})") from e
+    if not isinstance(md, dict):
+        raise ValueError(
+            f"{name} must be a JSON object of strings (as aoti_compile_and_package writes) but is a "
+            f"{type(md).__name__}"
+        )
+    bad = sorted(k for k, v in md.items() if not isinstance(v, str))
+    if bad:
+        raise ValueError(f"{name}: the values of {bad} must be strings")
+    return md
+
+
 def open_model_files(path: str, workdir: str, model_name: str | None = None) -> ModelFiles:
     """Copies the model's files into ``workdir``; raises ValueError for a damaged or foreign file."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"slimtensor.aoti.load(): {path!r} does not exist")
+    if os.path.isdir(path):
+        raise IsADirectoryError(
+            f"slimtensor.aoti.load(): {path!r} is a directory; pass the .pt2 file that aoti_compile_and_package "
+            "wrote (or a model .so), not the folder holding it"
+        )
     with open(path, "rb") as f:
         magic = f.read(4)
     so_dest = os.path.join(workdir, "model.so")
@@ -120,12 +142,47 @@ def open_model_files(path: str, workdir: str, model_name: str | None = None) -> 
                     files.weights_path = os.path.join(workdir, "weights.blob")
                     _copy_member(zf, info, files.weights_path)
                 elif name.endswith("wrapper_metadata.json"):
-                    files.metadata = json.loads(zf.read(info).decode("utf-8"))
+                    files.metadata = _parse_metadata(zf.read(info), name)
         except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
             raise ValueError(
                 f"slimtensor.aoti.load(): cannot read {path!r}: {e}; the package is damaged"
             ) from e
     return files
+
+
+# AOTI dtype codes -> bytes per element (torch/csrc/inductor/aoti_torch/c/shim.h's numbering).
+_ITEMSIZE = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 8: 4, 9: 8, 10: 16, 11: 1, 15: 2, 23: 1, 24: 1,
+             25: 1, 26: 1, 27: 2, 28: 4, 29: 8}
+
+
+def check_weights_blob(path: str, blob_size: int, constants: list[tuple[str, int, int, bool]]) -> None:
+    """Refuses a weights blob that does not fit the model's constants (name, nbytes, dtype code, folded).
+
+    AOTInductorModelUpdateConstantsFromBlob reads the constants that are not folded one after the other,
+    ``nbytes`` each, with no header or bounds: a blob emptied, cut short, grown or taken from another model
+    would be read past its end or give wrong weights. Its size must be exactly the sum, and each size a
+    multiple of its dtype's itemsize (the layout the model's code assumes). The model copies each constant
+    into its own 64-byte aligned buffer, so the blob itself needs no alignment. A blob replaced by another
+    of the same size cannot be told apart: packages record no checksum.
+    """
+    need = 0
+    for name, nbytes, dtype, folded in constants:
+        if folded:
+            continue
+        item = _ITEMSIZE.get(dtype)
+        if item is None or nbytes % item:
+            raise ValueError(
+                f"slimtensor.aoti.load(): {path!r}: constant {name!r} has {nbytes} bytes of dtype code {dtype}, "
+                "which is not a whole number of elements; the model library is damaged: re-export it"
+            )
+        need += nbytes
+    if blob_size != need:
+        names = ", ".join(f"{n} ({b} bytes)" for n, b, _, f in constants if not f)
+        raise ValueError(
+            f"slimtensor.aoti.load(): the weights blob of {path!r} has {blob_size} bytes but the model's "
+            f"constants need exactly {need} ({names or 'none'}); the blob was emptied, cut short or replaced: "
+            "use the .pt2 that aoti_compile_and_package wrote, unmodified"
+        )
 
 
 def check_metadata(files: ModelFiles, device: str) -> None:
