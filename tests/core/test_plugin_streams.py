@@ -541,10 +541,12 @@ def test_dlpack_consumer_stream_waits_for_the_producer(dlpack_ready, streams):
         t.cpu()
         hostdev.stream_stall(s1, STALL_US)
         t.fill_(2.0)  # queued on the producer's stream s1
-    before = hostdev.counters(0)
-    capsule = t.__dlpack__(stream=hostdev.stream_to_dlpack(0, s2))  # the consumer works on s2
-    del capsule
-    after = hostdev.counters(0)
+        # Exported while s1 is the producer's current stream (DLPack: the producer orders its current stream
+        # before the consumer's; work queued on another stream is the producer's to synchronise).
+        before = hostdev.counters(0)
+        capsule = t.__dlpack__(stream=hostdev.stream_to_dlpack(0, s2))  # the consumer works on s2
+        del capsule
+        after = hostdev.counters(0)
     assert after["events_recorded"] > before["events_recorded"] and after["events_waited"] > before["events_waited"]
     # s2 now waits for s1's fill: a copy on s2 sees it without any host synchronisation.
     out = hostdev.raw_allocate(0, 512 * 4, s2)
