@@ -9,7 +9,6 @@ pytest.importorskip("matplotlib")
 from matplotlib.collections import PolyCollection  # noqa: E402
 from matplotlib.container import BarContainer  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-
 from slimtensor.viz.benchmark import benchmark  # noqa: E402
 
 

@@ -66,7 +66,7 @@ def test_equal_compares_shape_and_values():
 def test_comparison_operators_raise_and_say_what_to_use(op):
     a, b = st.ones(2), st.ones(2)
     with pytest.raises(TypeError) as info:
-        eval(f"a {op} b")
+        eval(f"a {op} b", {}, {"a": a, "b": b})
     message = str(info.value)
     assert "st.equal" in message and "is" in message and "np.asarray" in message
     with pytest.raises(TypeError):
@@ -163,7 +163,7 @@ def test_arange_allocates_one_storage_in_the_requested_dtype_and_copies_nothing(
 def test_operators_say_slimtensor_does_no_arithmetic(expression):
     t = st.ones(2)
     with pytest.raises(TypeError, match="slimtensor does no arithmetic") as info:
-        eval(expression)
+        eval(expression, {}, {"t": t})
     assert "np.asarray(t)" in str(info.value) and "torch.from_dlpack(t)" in str(info.value)
 
 

@@ -8,7 +8,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from slimtensor._platform import cpu_flags
 
 from . import copy_cases

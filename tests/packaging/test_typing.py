@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import shutil
@@ -54,9 +55,8 @@ def test_basedpyright_accepts_typed_user_code(tmp_path):
     if exe is None:
         pytest.skip("basedpyright is in requirements/test.txt (PyPI's basedpyright ships its own node)")
     config = tmp_path / "pyrightconfig.json"
-    config.write_text(
-        '{"typeCheckingMode": "standard", "extraPaths": ["%s"], "reportMissingModuleSource": false}' % PYDIR
-    )
+    settings = {"typeCheckingMode": "standard", "extraPaths": [str(PYDIR)], "reportMissingModuleSource": False}
+    config.write_text(json.dumps(settings))
     shutil.copy(SCRIPT, tmp_path / "user_script.py")
     proc = subprocess.run([exe, "--project", str(config), "--pythonpath", sys.executable,
                            str(tmp_path / "user_script.py")],

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os as _os
 from typing import TYPE_CHECKING
 
-from . import _C
+from . import _C, _plugins
 from ._C import (
     Device,
     Storage,
@@ -25,17 +26,15 @@ from ._C import (
     synchronize,
     zeros,
 )
+from ._devices import devices, memory_stats, set_num_threads
 from ._dtypes import *  # noqa: F403  (float32, bfloat16, ...: one object per dtype)
 from ._dtypes import dtypes
-from ._interop import arange, asarray, from_numpy, tensor
 from ._factories import full_like, ones_like, zeros_like
-from ._devices import devices, memory_stats, set_num_threads
-from . import _plugins
+from ._interop import arange, asarray, from_numpy, tensor
 from ._plugins import load_plugins
 
 # Device plugins load lazily: on st.devices(), or when the core first meets an unknown device name.
 _plugins.install_autoload_hook(_C)
-import os as _os
 
 # The typing-stub generator must see the compiled module alone (stubgen_patterns.txt adds these methods).
 if _os.environ.get("SLIMTENSOR_STUBGEN") != "1":
@@ -71,7 +70,6 @@ from . import viz  # pictures; sets Tensor._repr_html_; matplotlib is imported o
 from .trace import trace  # noqa: E402
 from .viz import set_display  # noqa: E402
 
-
 if TYPE_CHECKING:
     from . import aoti as aoti  # loaded on first use (module __getattr__ below); typed all the same
 
@@ -80,7 +78,7 @@ __all__ = [
     "channels_last", "channels_last_3d",
     "empty", "empty_like", "empty_strided", "zeros", "ones", "full", "arange", "tensor", "zeros_like",
     "ones_like", "full_like", "asarray", "from_numpy", "from_dlpack", "from_blob", "equal",
-    "devices", "memory_stats", "reset_peak_memory_stats", "set_num_threads", "get_num_threads", "load_plugins",
+    "devices", "memory_stats", "reset_peak_memory_stats", "synchronize", "current_device", "set_device", "set_num_threads", "get_num_threads", "load_plugins",
     "trace", "viz", "aoti", "set_display", "dtypes", "cmake_prefix", "include_dir",
     "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "complex32", "complex64",
     "complex128", "bool", "bfloat16", "uint16", "uint32", "uint64", "float8_e5m2", "float8_e4m3fn",

@@ -126,7 +126,6 @@ def _iter(self: Tensor):
 
 
 def _rebuild(data: bytes, shape: tuple[int, ...], dtype_name: str, device: str) -> Tensor:
-    from . import _dtypes
 
     table = _C._dtype_table()
     dtype = table.get(dtype_name) if isinstance(dtype_name, str) else None

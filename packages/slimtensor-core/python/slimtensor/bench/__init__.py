@@ -15,7 +15,8 @@ import json
 import os
 import sys
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from . import _machine, _report, _schema, _targets
 from ._case import Case, Libs, to_json

@@ -102,7 +102,7 @@ def versions(torch_module) -> dict:
 
 
 def now_iso() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def command_line(argv: list[str]) -> str:

@@ -53,7 +53,7 @@ def table(results: dict) -> str:
         if r[1].startswith("skipped"):
             lines.append(f"{r[0]:<{widths[0]}}  {r[1]}")
         else:
-            lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
+            lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=False))))
     lines.append("ratios: peer median / slimtensor median (> 1: slimtensor is faster, or smaller for bytes)")
     return "\n".join(lines)
 
@@ -90,7 +90,7 @@ def compare_table(changes: dict, metric_of: dict) -> str:
         rows.append((cid, fmt(e["old_median"]), fmt(e["new_median"]),
                      f"{ch:.2f}x {arrow}" if not math.isclose(ch, 1.0, rel_tol=1e-9) else "same", torch_cell))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
+    lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=False))) for r in rows]
     lines.append("change: old median / new median of slimtensor (> 1: the new run is faster, or smaller)")
     return "\n".join(lines)
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import gc
 import statistics
 import timeit
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass

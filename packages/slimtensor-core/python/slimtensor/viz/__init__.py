@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ._display import set_display
+from .benchmark import benchmark
 from .layout import layout
 from .lifetimes import lifetimes
 from .views import views
-from .benchmark import benchmark
 
 __all__ = ["layout", "views", "lifetimes", "set_display", "benchmark"]
 

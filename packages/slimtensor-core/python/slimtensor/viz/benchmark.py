@@ -107,7 +107,7 @@ def _copies(data: dict, dtype: str, threads: int):
         mine = sorted((c for c in cases if c["params"]["layout"] == layout), key=lambda c: c["params"]["size_bytes"])
         sizes = [c["params"]["size_bytes"] for c in mine]
         for lib in ("slimtensor", "numpy", "torch"):
-            pts = [(s, c["results"][lib]) for s, c in zip(sizes, mine) if "gbps" in c["results"].get(lib, {})]
+            pts = [(s, c["results"][lib]) for s, c in zip(sizes, mine, strict=False) if "gbps" in c["results"].get(lib, {})]
             if not pts:
                 continue
             xs = [p[0] for p in pts]

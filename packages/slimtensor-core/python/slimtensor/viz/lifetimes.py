@@ -184,7 +184,7 @@ class _Clock:
         self.times = times
         span = max(self.stop - self.start, 1)
         points = [self.start, *times, self.stop]
-        idle = max((b - a for a, b in zip(points, points[1:])), default=0)
+        idle = max((b - a for a, b in zip(points, points[1:], strict=False)), default=0)
         if axis == "auto":
             half = len(times) // 2  # the busiest half of the events: the narrowest window that holds it
             busiest = min((times[k + half] - times[k] for k in range(len(times) - half)), default=span)
