@@ -133,6 +133,10 @@ struct Value {
   int64_t i;
   uint64_t u;
   double re, im;
+  // A float-or-narrower source also keeps its float: the CPU's float -> double -> float round trip is
+  // folded away by the compiler, so a signalling NaN reaches a float destination unchanged.
+  bool has_float;
+  float fre, fim;
 };
 
 template <class T>
@@ -147,7 +151,14 @@ ST_HD void write_as(void* p, T v) {
 }
 
 ST_HD Value load_value(int32_t code, const void* p) {
-  Value v{Kind::Signed, false, 0, 0, 0.0, 0.0};
+  Value v{Kind::Signed, false, 0, 0, 0.0, 0.0, false, 0.0f, 0.0f};
+  auto set_float = [&v](float re, float im) {
+    v.has_float = true;
+    v.fre = re;
+    v.fim = im;
+    v.re = widen(re);
+    v.im = widen(im);
+  };
   switch (code) {
     case dt::I8: v.i = read_as<int8_t>(p); break;
     case dt::I16: v.i = read_as<int16_t>(p); break;
@@ -158,20 +169,18 @@ ST_HD Value load_value(int32_t code, const void* p) {
     case dt::U32: v.kind = Kind::Unsigned; v.u = read_as<uint32_t>(p); break;
     case dt::U64: v.kind = Kind::Unsigned; v.u = read_as<uint64_t>(p); break;
     case dt::BOOL: v.kind = Kind::Unsigned; v.u = read_as<uint8_t>(p) != 0; break;
-    case dt::F16: v.kind = Kind::Float; v.re = widen(f16_to_f32(read_as<uint16_t>(p))); break;
-    case dt::BF16: v.kind = Kind::Float; v.re = widen(bf16_to_f32(read_as<uint16_t>(p))); break;
-    case dt::F32: v.kind = Kind::Float; v.re = widen(read_as<float>(p)); break;
+    case dt::F16: v.kind = Kind::Float; set_float(f16_to_f32(read_as<uint16_t>(p)), 0.0f); break;
+    case dt::BF16: v.kind = Kind::Float; set_float(bf16_to_f32(read_as<uint16_t>(p)), 0.0f); break;
+    case dt::F32: v.kind = Kind::Float; set_float(read_as<float>(p), 0.0f); break;
     case dt::F64: v.kind = Kind::Float; v.wide = true; v.re = read_as<double>(p); break;
     case dt::C32: {
       v.kind = Kind::Complex;
-      v.re = widen(f16_to_f32(read_as<uint16_t>(p)));
-      v.im = widen(f16_to_f32(read_as<uint16_t>(static_cast<const char*>(p) + 2)));
+      set_float(f16_to_f32(read_as<uint16_t>(p)), f16_to_f32(read_as<uint16_t>(static_cast<const char*>(p) + 2)));
       break;
     }
     case dt::C64: {
       v.kind = Kind::Complex;
-      v.re = widen(read_as<float>(p));
-      v.im = widen(read_as<float>(static_cast<const char*>(p) + 4));
+      set_float(read_as<float>(p), read_as<float>(static_cast<const char*>(p) + 4));
       break;
     }
     case dt::C128: {
@@ -217,7 +226,11 @@ ST_HD double as_double(const Value& v) {
 ST_HD float as_float(const Value& v) {
   if (v.kind == Kind::Signed) return static_cast<float>(v.i);  // rounds once
   if (v.kind == Kind::Unsigned) return static_cast<float>(v.u);
-  return narrow(v.re);
+  return v.has_float ? v.fre : narrow(v.re);
+}
+ST_HD float imag_float(const Value& v) {
+  if (v.kind != Kind::Complex) return 0.0f;
+  return v.has_float ? v.fim : narrow(v.im);
 }
 
 ST_HD void store_value(int32_t dst, void* p, const Value& v, int32_t src) {
@@ -245,11 +258,11 @@ ST_HD void store_value(int32_t dst, void* p, const Value& v, int32_t src) {
     case dt::F64: write_as<double>(p, as_double(v)); break;
     case dt::C32:
       write_as<uint16_t>(p, f32_to_f16(as_float(v)));
-      write_as<uint16_t>(static_cast<char*>(p) + 2, f32_to_f16(narrow(im)));
+      write_as<uint16_t>(static_cast<char*>(p) + 2, f32_to_f16(imag_float(v)));
       break;
     case dt::C64:
       write_as<float>(p, as_float(v));
-      write_as<float>(static_cast<char*>(p) + 4, narrow(im));
+      write_as<float>(static_cast<char*>(p) + 4, imag_float(v));
       break;
     case dt::C128:
       write_as<double>(p, as_double(v));
