@@ -72,8 +72,20 @@ $(TEST_VENV)/.stamp: requirements/test.txt requirements/build.txt | system-deps
 	touch $@
 
 # --- builds ---------------------------------------------------------------------------------------
+# The CUDA plugin is built where nvcc exists (its kernels need it; no GPU is needed to build or to run its CPU
+# tests) and fails the build loudly if it does not build there; without nvcc it is skipped, saying so.
+CUDA_PLUGIN := packages/slimtensor-cuda
+NVCC        := $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
+define install_cuda_plugin
+	@if [ -n "$(NVCC)" ]; then echo "building $(CUDA_PLUGIN) with $(NVCC)"; \
+	  PATH="$$PATH:$(dir $(NVCC))" $(1)/bin/python -m pip install $(PIP_FLAGS) --no-build-isolation \
+	  -Cbuild-dir=build/cuda-{wheel_tag} $(CUDA_PLUGIN); \
+	else echo "note: no nvcc found: $(CUDA_PLUGIN) is not built (install the CUDA toolkit to build it)"; fi
+endef
+
 build-lab: $(LAB_VENV)/.stamp
 	$(LAB_VENV)/bin/python -m pip install $(PIP_FLAGS) $(BUILD_FLAGS) -e $(CORE)
+	$(call install_cuda_plugin,$(LAB_VENV))
 
 build-compile: $(COMPILE_VENV)/.stamp
 	$(COMPILE_VENV)/bin/python -m pip install $(PIP_FLAGS) $(BUILD_FLAGS) -e $(CORE)
@@ -82,6 +94,7 @@ build-test: $(TEST_VENV)/.stamp
 	$(TEST_VENV)/bin/python -m pip install $(PIP_FLAGS) $(BUILD_FLAGS) -e $(CORE)
 	@if [ -d $(TEST_PLUGIN) ]; then $(TEST_VENV)/bin/python -m pip install $(PIP_FLAGS) --no-build-isolation \
 	  -Cbuild-dir=build/hostdev-{wheel_tag} $(TEST_PLUGIN); fi
+	$(call install_cuda_plugin,$(TEST_VENV))
 
 build: build-test
 	@if [ -d $(LAB_VENV) ]; then $(MAKE) --no-print-directory build-lab; fi
