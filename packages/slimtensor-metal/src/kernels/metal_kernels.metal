@@ -286,7 +286,7 @@ inline void st_convert(const ST_DEVICE uchar* src, int sd, ST_DEVICE uchar* dst,
 }
 
 ST_KERNEL void st_strided_copy(const ST_DEVICE uchar* src ST_BUFFER(0), ST_DEVICE uchar* dst ST_BUFFER(1),
-                               ST_CONSTANT StCopyParams& p ST_BUFFER(2), uint gid ST_GID, uint nthreads ST_GRID) {
+                               ST_CONSTANT const StCopyParams& p ST_BUFFER(2), uint gid ST_GID, uint nthreads ST_GRID) {
   for (ulong i = gid; i < p.numel; i += nthreads) {
     ulong rem = i;
     ulong so = p.src_offset;
@@ -302,7 +302,7 @@ ST_KERNEL void st_strided_copy(const ST_DEVICE uchar* src ST_BUFFER(0), ST_DEVIC
   }
 }
 
-ST_KERNEL void st_fill(ST_DEVICE uchar* dst ST_BUFFER(0), ST_CONSTANT StFillParams& p ST_BUFFER(1), uint gid ST_GID,
+ST_KERNEL void st_fill(ST_DEVICE uchar* dst ST_BUFFER(0), ST_CONSTANT const StFillParams& p ST_BUFFER(1), uint gid ST_GID,
                        uint nthreads ST_GRID) {
   for (ulong i = gid; i < p.nbytes; i += nthreads) dst[p.offset + i] = p.pattern[i % (ulong)p.pattern_size];
 }

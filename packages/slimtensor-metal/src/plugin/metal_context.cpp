@@ -50,7 +50,10 @@ MetalContext::~MetalContext() {
   // Cached buffers are given back; live ones belong to their owners, which outlive no context in
   // practice (the context lives until exit); a test that destroys a context with live buffers releases
   // them here so that the test double can check that every reference came back.
-  for (auto& b : cache_.drain([](const CachedBuffer&) { return true; })) api_->release(b.handle);
+  for (auto& b : cache_.drain([](const CachedBuffer&) { return true; })) {
+    note_plugin_bytes(-static_cast<int64_t>(b.length));
+    api_->release(b.handle);
+  }
   std::vector<void*> live;
   registry_.for_each([&](void* h, const BufferEntry&) { live.push_back(h); });
   for (void* h : live) {
@@ -319,7 +322,7 @@ int MetalContext::resolve_handle_locked(const char* fn, void* handle, uint64_t o
   uint64_t length;
   uint8_t* contents;
   if (const BufferEntry* e = registry_.find(handle)) {
-    length = e->length;
+    length = e->requested;  // what was asked for, not the bucket: a view past it is a bug, caught here
     contents = static_cast<uint8_t*>(e->contents);
   } else if (api_->is_shared_buffer(handle)) {
     // A borrowed MTLBuffer (DLPack import from torch): used, never retained or released by us.
