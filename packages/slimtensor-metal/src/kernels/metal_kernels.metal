@@ -224,18 +224,15 @@ inline StValue st_load(const ST_DEVICE uchar* p, int code) {
   return v;
 }
 
-// The value as float32 bits, as the core's as_float: integers round once; floats pass through double,
-// which quiets a signalling NaN.
+// The value as float32 bits, as the core's as_float: integers round once; float values pass unchanged
+// (the core's float -> double -> float round trip keeps every bit, signalling NaNs included).
 inline uint st_as_f32(StValue v) {
   if (v.kind == ST_KIND_SIGNED) return st_i64_to_f32(v.i);
   if (v.kind == ST_KIND_UNSIGNED) return st_u64_to_f32(v.u);
-  return st_is_nan(v.re) ? (v.re | 0x00400000u) : v.re;
+  return v.re;
 }
 
-inline uint st_im_f32(StValue v) {
-  if (v.kind != ST_KIND_COMPLEX) return 0u;
-  return st_is_nan(v.im) ? (v.im | 0x00400000u) : v.im;
-}
+inline uint st_im_f32(StValue v) { return v.kind == ST_KIND_COMPLEX ? v.im : 0u; }
 
 // Integer destinations of `bytes` bytes (signed or not) from any value (Note [Conversion rules]).
 inline ulong st_store_int(StValue v, int code) {
