@@ -34,7 +34,7 @@ CPP_TESTS = [
     "events",
     "aoti_memory_shims",
     "kernel_shims_bind_views_in_place",
-    "interior_pointer_fallback_binds",
+    "tensor_access_needs_memory_ref",
     "command_blocks",
     "two_models_destroy_only_their_own",
     "matmul_fallbacks",

@@ -86,7 +86,6 @@ struct FakeTensor {
   std::vector<int64_t> sizes, strides;
   void* buffer = nullptr;
   uint64_t offset = 0;
-  void* data_ptr = nullptr;  // for the fallback path
   bool has_ref = true;
 };
 static FakeTensor* F(AtenTensorHandle t) { return reinterpret_cast<FakeTensor*>(t); }
@@ -97,12 +96,12 @@ static AOTITorchError g_idx(AtenTensorHandle t, int32_t* o) { *o = F(t)->device_
 static AOTITorchError g_dim(AtenTensorHandle t, int64_t* o) { *o = static_cast<int64_t>(F(t)->sizes.size()); return 0; }
 static AOTITorchError g_sizes(AtenTensorHandle t, int64_t** o) { *o = F(t)->sizes.data(); return 0; }
 static AOTITorchError g_strides(AtenTensorHandle t, int64_t** o) { *o = F(t)->strides.data(); return 0; }
-static AOTITorchError g_data(AtenTensorHandle t, void** o) { *o = F(t)->data_ptr; return 0; }
 static AOTITorchError g_ref(AtenTensorHandle t, st_memory_ref* r) {
   if (!F(t)->has_ref) return 1;
   *r = {F(t)->buffer, F(t)->offset, 0, 0};
   return 0;
 }
+static const char* g_core_msg() { return "fake core: no memory ref for this tensor"; }
 static TensorAccess access(bool with_ref) {
   TensorAccess a;
   a.get_dtype = g_dtype;
@@ -111,8 +110,8 @@ static TensorAccess access(bool with_ref) {
   a.get_dim = g_dim;
   a.get_sizes = g_sizes;
   a.get_strides = g_strides;
-  a.get_data_ptr = g_data;
   a.memory_ref = with_ref ? g_ref : nullptr;
+  a.last_error = g_core_msg;
   return a;
 }
 
@@ -313,17 +312,19 @@ static void test_interior_pointers() {
   void* h;
   CHECK(c.ctx->allocate(0, 1024, ST_STREAM_CURRENT, &h) == 0);
   uint8_t* base = td::contents(h);
-  void* r;
-  uint64_t off;
-  CHECK(c.ctx->resolve_pointer(base + 100, &r, &off) == 0 && r == h && off == 100);
-  CHECK(c.ctx->resolve_pointer(h, &r, &off) == 0 && r == h && off == 0);
-  CHECK_ERR(c.ctx->resolve_pointer(base + 1024, &r, &off), "neither");  // one past the end
+  // A host address inside the contents is not a handle: refused by name (on Metal the bridge would otherwise
+  // send an Objective-C message to it), whichever call it reaches.
+  uint8_t byte = 0;
+  CHECK_ERR(c.ctx->copy_to_host(&byte, ref(base + 100), 1, ST_STREAM_CURRENT), "inside the contents of MPS buffer");
+  CHECK(std::strstr(last_error(), "(byte 100)") != nullptr);
+  CHECK_ERR(c.ctx->copy_from_host(ref(base), &byte, 1, ST_STREAM_CURRENT), "not a buffer handle");
+  CHECK(c.ctx->copy_to_host(&byte, ref(h, 100), 1, ST_STREAM_CURRENT) == 0);  // the handle and the offset
   int32_t idx = -1;
   CHECK(c.ctx->locate_pointer(base + 5, &idx) == 0 && idx == 0);
   int host_var = 0;
   CHECK_ERR(c.ctx->locate_pointer(&host_var, &idx), "not in a live MPS buffer");
   c.ctx->free_buffer(0, h, 1024, ST_STREAM_CURRENT);
-  CHECK(c.ctx->resolve_pointer(base + 100, &r, &off) != 0);  // a cached (free) buffer never resolves
+  CHECK_ERR(c.ctx->locate_pointer(base + 5, &idx), "not in a live MPS buffer");  // a cached (free) buffer
 }
 
 static void test_copies_and_fill() {
@@ -581,11 +582,10 @@ static void test_kernel_shims_bind_views_in_place() {
   c.ctx->free_buffer(0, base, 0, ST_STREAM_CURRENT);
 }
 
-static void test_interior_pointer_fallback_binds() {
-  // Without slimtensor_tensor_memory_ref the plugin still binds a from_blob tensor over a buffer's
-  // contents as (buffer, offset), never as a copy; anything else is refused with the reason.
+static void test_tensor_access_needs_memory_ref() {
+  // A core without slimtensor_aoti_get_memory_ref is refused with the upgrade command, and the data pointer is
+  // never used instead (the core refuses it for MPS memory); a failing memory_ref names the core's message.
   Ctx c;
-  set_tensor_access(access(false));
   void* base;
   CHECK(c.ctx->allocate(0, 64, ST_STREAM_CURRENT, &base) == 0);
   AOTIMetalShaderLibraryHandle lib;
@@ -595,18 +595,30 @@ static void test_interior_pointer_fallback_binds() {
   FakeTensor t;
   t.sizes = {2};
   t.strides = {1};
-  t.data_ptr = td::contents(base) + 8;
+  t.buffer = base;
+  t.offset = 8;
+  set_tensor_access(access(false));
+  CHECK(aoti_torch_mps_start_encoding(fn) == 0);
+  CHECK_ERR(aoti_torch_mps_set_arg_tensor(fn, 0, H(&t)), "does not export slimtensor_aoti_get_memory_ref");
+  CHECK(std::strstr(last_error(), "pip install -U slimtensor-core") != nullptr);
+  set_tensor_access(access(true));
+  FakeTensor no_ref = t;
+  no_ref.has_ref = false;
+  CHECK(aoti_torch_mps_start_encoding(fn) == 0);
+  CHECK_ERR(aoti_torch_mps_set_arg_tensor(fn, 0, H(&no_ref)), "fake core: no memory ref");
+  // With the reference, the same tensor binds in place at its offset.
   CHECK(aoti_torch_mps_start_encoding(fn) == 0 && aoti_torch_mps_set_arg_tensor(fn, 0, H(&t)) == 0);
   CHECK(aoti_torch_mps_set_arg_int(fn, 1, 5) == 0 && aoti_torch_mps_set_arg_int(fn, 2, 1) == 0);
   CHECK(aoti_torch_mps_dispatch_single(fn, 2) == 0);
   CHECK(get_f32(c.ctx, base, 4)[2] == 5 && get_f32(c.ctx, base, 4)[3] == 6);
-  FakeTensor h = t;
-  h.data_ptr = base;  // a bare handle: its offset cannot be known, so it is refused, not guessed
+  // A contents address handed over as the handle is refused, not guessed at.
+  FakeTensor addr = t;
+  addr.buffer = td::contents(base) + 8;
+  addr.offset = 0;
   CHECK(aoti_torch_mps_start_encoding(fn) == 0);
-  CHECK_ERR(aoti_torch_mps_set_arg_tensor(fn, 0, H(&h)), "slimtensor_tensor_memory_ref");
+  CHECK_ERR(aoti_torch_mps_set_arg_tensor(fn, 0, H(&addr)), "not a buffer handle");
   CHECK(aoti_torch_mps_delete_shader_library(lib) == 0);
   c.ctx->free_buffer(0, base, 0, ST_STREAM_CURRENT);
-  set_tensor_access(access(true));
 }
 
 struct Block {
@@ -804,7 +816,7 @@ int main(int argc, char** argv) {
       {"events", test_events},
       {"aoti_memory_shims", test_aoti_memory_shims},
       {"kernel_shims_bind_views_in_place", test_kernel_shims_bind_views_in_place},
-      {"interior_pointer_fallback_binds", test_interior_pointer_fallback_binds},
+      {"tensor_access_needs_memory_ref", test_tensor_access_needs_memory_ref},
       {"command_blocks", test_command_blocks},
       {"two_models_destroy_only_their_own", test_two_models_destroy_only_their_own},
       {"matmul_fallbacks", test_matmul_fallbacks},

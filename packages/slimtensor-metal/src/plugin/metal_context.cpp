@@ -319,11 +319,19 @@ int64_t MetalContext::live_buffers() {
 int MetalContext::resolve_handle_locked(const char* fn, void* handle, uint64_t offset, uint64_t nbytes,
                                         Resolved* out) {
   if (!handle) return fail("%s: needs an MPS buffer handle but got NULL", fn);
-  uint64_t length;
+  uint64_t length, at = 0;
   uint8_t* contents;
+  void* owner = nullptr;
   if (const BufferEntry* e = registry_.find(handle)) {
     length = e->requested;  // what was asked for, not the bucket: a view past it is a bug, caught here
     contents = static_cast<uint8_t*>(e->contents);
+  } else if (registry_.resolve_pointer(handle, &owner, &at)) {
+    // A host address inside a buffer's shared contents is not a handle: refused before the bridge would send
+    // an Objective-C message to it (Note [Metal memory]).
+    return fail("%s: %p is an address inside the contents of MPS buffer %p (byte %" PRIu64 "), not a buffer handle; "
+                "name MPS memory by its buffer handle and a byte offset (from_blob(handle, ..., storage_offset=...), "
+                "as AOTInductor's MPS models do)",
+                fn, handle, owner, at);
   } else if (api_->is_shared_buffer(handle)) {
     // A borrowed MTLBuffer (DLPack import from torch): used, never retained or released by us.
     length = api_->buffer_length(handle);
@@ -462,24 +470,6 @@ int MetalContext::locate_pointer(const void* ptr, int32_t* index) {
   return fail("locate_pointer(): %p is not in a live MPS buffer of this plugin (host memory, a freed buffer, or "
               "a buffer another library allocated)",
               ptr);
-}
-
-int MetalContext::resolve_pointer(const void* ptr, void** handle, uint64_t* offset) {
-  if (!handle || !offset) return fail("resolve_pointer(): needs output pointers but got NULL");
-  std::lock_guard<std::mutex> g(mu_);
-  if (registry_.find(const_cast<void*>(ptr))) {  // a buffer handle itself (aoti_torch_mps_malloc's result)
-    *handle = const_cast<void*>(ptr);
-    *offset = 0;
-    return 0;
-  }
-  if (registry_.resolve_pointer(ptr, handle, offset)) return 0;
-  return fail("resolve_pointer(): %p is neither an MPS buffer handle nor an address inside a live MPS buffer's "
-              "contents; allocate it on 'mps' first",
-              ptr);
-}
-
-int MetalContext::resolve_pointer_locked(const void* ptr, void** handle, uint64_t* offset) {
-  return registry_.resolve_pointer(ptr, handle, offset) ? 0 : 1;
 }
 
 int MetalContext::empty_cache() {

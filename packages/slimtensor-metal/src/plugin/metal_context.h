@@ -15,6 +15,11 @@
 // beside it, so a view at any offset aliases its base with no extra buffer. Host copies use the buffer's
 // contents directly, but only once the GPU work queued on the stream has finished (the stream is
 // synchronised first); device copies are blits, strided copies and fills Metal kernels.
+// Every handle is checked before use (resolve_handle_locked): a buffer of the registry, else a host address
+// inside a live buffer's contents (refused: an address is not a handle, and no Objective-C message may be
+// sent to it), else a borrowed MTLBuffer in shared storage (DLPack import: the bridge checks its class).
+// A pointer that is none of these (a dangling or foreign object) cannot be detected at full speed; it is
+// the caller's promise, as for every plugin handle.
 #pragma once
 
 #include <atomic>
@@ -70,9 +75,6 @@ class MetalContext {
   int copy_strided(const st_strided_copy_v2* desc, void* stream);
   int fill(st_memory_ref dst, uint64_t nbytes, const void* pattern, uint32_t pattern_size, void* stream);
   int locate_pointer(const void* ptr, int32_t* index);
-  // (buffer, offset) of a host address inside a live buffer's contents (interior pointers).
-  int resolve_pointer(const void* ptr, void** handle, uint64_t* offset);
-  int resolve_pointer_locked(const void* ptr, void** handle, uint64_t* offset);  // contents addresses only
   int empty_cache();
 
   // ---- streams and events ----

@@ -16,6 +16,10 @@ namespace {
 
 std::atomic<MetalContext*> g_context{nullptr};
 
+// The ABI minor this plugin implements and needs from the core: 1.1 (opaque handles, streams, core_symbol).
+// Written out, not ST_PLUGIN_ABI_MINOR: a newer header must not make the table claim fields it never filled.
+constexpr uint16_t kAbiMinor = 1;
+
 MetalContext* C(void* ctx) { return static_cast<MetalContext*>(ctx); }
 
 const char* t_unavailable(void* ctx) { return C(ctx)->unavailable_reason(); }
@@ -88,7 +92,7 @@ void fill_device_table(st_device_table* t, MetalContext* ctx) {
   std::memset(t, 0, sizeof *t);
   t->struct_size = sizeof(st_device_table);
   t->abi_major = ST_PLUGIN_ABI_MAJOR;
-  t->abi_minor = ST_PLUGIN_ABI_MINOR;
+  t->abi_minor = kAbiMinor;
   t->name = "mps";
   t->device_type = kMpsDeviceType;
   t->dlpack_device_type = kDLMetal;
@@ -134,10 +138,10 @@ int plugin_init(const st_core_table* core, const st_device_table** out, const mt
     return fail("st_plugin_init(): slimtensor-metal speaks device-plugin ABI %d.x but the core speaks %d.x; install "
                 "matching versions: pip install -U slimtensor-core slimtensor-metal",
                 ST_PLUGIN_ABI_MAJOR, core->abi_major);
-  if (core->abi_minor < ST_PLUGIN_ABI_MINOR || core->struct_size < ST_CORE_TABLE_SIZE_1_1)
+  if (core->abi_minor < kAbiMinor || core->struct_size < ST_CORE_TABLE_SIZE_1_1)
     return fail("st_plugin_init(): slimtensor-metal needs device-plugin ABI %d.%d (opaque Metal buffer handles) but "
                 "the core has %d.%d; upgrade the core: pip install -U slimtensor-core",
-                ST_PLUGIN_ABI_MAJOR, ST_PLUGIN_ABI_MINOR, core->abi_major, core->abi_minor);
+                ST_PLUGIN_ABI_MAJOR, kAbiMinor, core->abi_major, core->abi_minor);
   MetalContext* ctx = mps_context();
   if (!ctx) {
     ctx = new (std::nothrow) MetalContext(api, core, unavailable);

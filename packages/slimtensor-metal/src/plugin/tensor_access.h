@@ -2,11 +2,12 @@
 //
 // Note [Tensor access]
 // The plugin never links the core: it reads tensors through functions the core hands out by name
-// (st_core_table.core_symbol): the aoti_torch_get_* getters, plus slimtensor_tensor_memory_ref for the
-// (buffer handle, byte offset) of a tensor's first element. That last one is an addition the plugin
-// needs from the core (see README: "What the core must add"); without it, a tensor binds only when its
-// data pointer is a host address inside a live buffer's shared contents (from_blob over contents), and
-// any other tensor is refused with that explanation, never guessed at.
+// (st_core_table.core_symbol, ABI 1.1): the aoti_torch_get_* getters, and slimtensor_aoti_get_memory_ref
+// (c/shim.h) for the (MTLBuffer handle, byte offset) of a tensor's first element. aoti_torch_get_data_ptr is
+// never used: for MPS memory (opaque handles, Note [Device memory handles]) the core refuses it. Every core
+// with ABI 1.1 exports all of these; a table that lacks one is refused with the upgrade command, never worked
+// around. A handle the core gives back is checked by the registry before use (Note [Metal memory]): a host
+// address inside a buffer's contents handed over as a handle is refused with that explanation.
 #pragma once
 
 #include <cstdint>
@@ -27,9 +28,10 @@ struct TensorAccess {
   AOTITorchError (*get_dim)(AtenTensorHandle, int64_t*) = nullptr;
   AOTITorchError (*get_sizes)(AtenTensorHandle, int64_t**) = nullptr;
   AOTITorchError (*get_strides)(AtenTensorHandle, int64_t**) = nullptr;
-  AOTITorchError (*get_data_ptr)(AtenTensorHandle, void**) = nullptr;
-  // Optional (the addition of Note [Tensor access]): (handle, byte offset) of the first element.
+  // slimtensor_aoti_get_memory_ref: (handle, byte offset, device index) of the first element.
   AOTITorchError (*memory_ref)(AtenTensorHandle, st_memory_ref*) = nullptr;
+  // slimtensor_last_error: the core's message when one of the above fails (optional: messages only).
+  const char* (*last_error)(void) = nullptr;
 };
 
 struct TensorInfo {
@@ -42,14 +44,15 @@ struct TensorInfo {
   uint64_t offset = 0;     // byte offset of the first element in it
 };
 
-// The accessors from the core's table (NULL entries where the core lacks a function).
+// The accessors from the core's table (NULL entries where the core lacks a function; all NULL for a table
+// older than ABI 1.1).
 TensorAccess tensor_access_from_core(const st_core_table* core);
 // Replaces the accessors the shims use (tests); returns the previous ones.
 TensorAccess set_tensor_access(const TensorAccess& a);
 const TensorAccess& tensor_access();
 
-// Reads `t` and resolves its memory; `what` names the argument in messages ("mm_out(): mat2").
-// Requires the context lock (it resolves pointers in the registry).
+// Reads `t` and its memory reference; `what` names the argument in messages ("mm_out(): mat2"). The
+// caller resolves out->buffer / out->offset through the registry (resolve_handle_locked) before use.
 class MetalContext;
 int read_tensor_locked(MetalContext* ctx, const char* what, AtenTensorHandle t, TensorInfo* out);
 
