@@ -1,5 +1,6 @@
 """The Metal plugin's platform-independent logic on Linux: the C++ unit tests against the bridge's test double
-(tests/metal/cpp), and the Metal conversion kernel (compiled as C++) against the core's CPU conversions."""
+(tests/metal/cpp), the plugin registered with the real libslimtensor (tests/metal/core_cpp), and the Metal
+conversion kernel (compiled as C++) against the core's CPU conversions."""
 
 from __future__ import annotations
 
@@ -73,6 +74,45 @@ def plugin_tests(tmp_path_factory) -> str:
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=cov or out)
     assert r.returncode == 0, r.stderr[-6000:]
     return exe
+
+
+@pytest.fixture(scope="session")
+def real_core_tests(tmp_path_factory) -> str:
+    """tests/metal/core_cpp/test_metal_real_core.cpp linked against the installed libslimtensor (the real core)."""
+    from slimtensor.aoti import _lib
+
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if not cxx:
+        pytest.skip("no C++ compiler (install g++)")
+    out = str(tmp_path_factory.mktemp("metal_core"))
+    gen = _embed_kernels(out)
+    lib = _lib.library_path()
+    libdir = os.path.dirname(lib)
+    include = os.path.join(os.path.dirname(libdir), "include")  # the installed core's headers
+    sources = [os.path.join(HERE, "core_cpp", "test_metal_real_core.cpp"),
+               os.path.join(HERE, "cpp", "metal_bridge_test_double.cpp")]
+    sources += [os.path.join(SRC, "plugin", f) for f in sorted(os.listdir(os.path.join(SRC, "plugin"))) if f.endswith(".cpp")]
+    sources.append(os.path.join(SRC, "kernels", "kernel_source.cpp"))
+    exe = os.path.join(out, "test_metal_real_core")
+    flags = ["-std=c++17", "-O1", "-g", "-pthread", "-Wall", "-Wextra", "-Wno-unused-function", "-Wno-unused-parameter"]
+    cov = os.environ.get("SLIMTENSOR_METAL_COVERAGE")
+    if cov:
+        flags = ["-std=c++17", "-O0", "-g", "-pthread", "--coverage"]
+    cmd = [cxx, *flags, f"-I{os.path.join(HERE, 'cpp')}", f"-I{SRC}", f"-I{os.path.join(SRC, 'kernels')}", f"-I{gen}",
+           f"-I{include}", *sources, lib, f"-Wl,-rpath,{libdir}", "-o", exe]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=cov or out)
+    assert r.returncode == 0, r.stderr[-6000:]
+    return exe
+
+
+@pytest.mark.parametrize("mode", ["unavailable", "double"])
+def test_registered_with_the_real_core(real_core_tests: str, mode: str) -> None:
+    """unavailable: the plugin as built on Linux registers MPS as unavailable with the reason; double: the real core
+    allocates, copies and frees through the plugin (over the test double), and the shims read its tensors through
+    the real core_symbol table (slimtensor_aoti_get_memory_ref), CPU handles included."""
+    r = subprocess.run([real_core_tests, mode], capture_output=True, text=True, timeout=120)
+    assert f"PASS {mode}:" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("name", CPP_TESTS)

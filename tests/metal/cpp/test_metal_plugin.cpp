@@ -740,6 +740,20 @@ static void test_matmul_fallbacks() {
   wrong.sizes = {2, 2};
   CHECK_ERR(aoti_torch_mps_mm_out(H(&O), H(&A), H(&wrong)), "do not multiply");
   CHECK_ERR(aoti_torch_mps_bmm_out(H(&O), H(&A), H(&B)), "3-d operands");
+  // In-place operands are checked against their buffer before MPS sees them (a regression: they were not):
+  // a view past the end, an address inside the contents, a pointer that is no buffer at all.
+  const int64_t runs = td::matmuls_run();
+  FakeTensor past = A;
+  past.offset = 8;
+  CHECK_ERR(aoti_torch_mps_mm_out(H(&O), H(&past), H(&B)), "reach past the end");
+  FakeTensor inner = A;
+  inner.buffer = td::contents(abuf) + 4;
+  CHECK_ERR(aoti_torch_mps_mm_out(H(&O), H(&inner), H(&B)), "not a buffer handle");
+  int host_var = 0;
+  FakeTensor foreign = O;
+  foreign.buffer = &host_var;
+  CHECK_ERR(aoti_torch_mps_mm_out(H(&foreign), H(&A), H(&B)), "neither a live MPS buffer");
+  CHECK(c.ctx->synchronize_all(0) == 0 && td::matmuls_run() == runs);  // nothing was encoded
   CHECK(td::matmuls_run() >= 4);
   for (void* h : {abuf, bbuf, obuf, bias, b3, o3}) c.ctx->free_buffer(0, h, 0, ST_STREAM_CURRENT);
   CHECK(c.ctx->synchronize_all(0) == 0);

@@ -14,6 +14,7 @@
 #include "checked.h"
 #include "dtypes.h"
 #include "errors.h"
+#include "layout.h"
 #include "plugin.h"
 #include "shim_mps.h"
 #include "strided_copy.h"
@@ -86,6 +87,17 @@ int operand(MetalContext* c, Stream* s, const TensorInfo& t, int64_t b, int64_t 
   return 0;
 }
 
+// Every operand's whole extent is checked against its buffer before anything is encoded: an unknown handle or
+// a view past the buffer's end is refused here, never handed to MPS (in-place operands skip the strided copy
+// that would otherwise check them).
+int check_extent(MetalContext* c, const std::string& what, const TensorInfo& t) {
+  uint64_t extent;
+  if (!extent_bytes(what.c_str(), static_cast<int32_t>(t.ndim), t.sizes, t.strides, t.itemsize, &extent)) return 1;
+  if (extent == 0) return 0;
+  Resolved r;
+  return c->resolve_handle_locked(what.c_str(), t.buffer, t.offset, extent, &r);
+}
+
 int check_dtype(const char* fn, const TensorInfo& a, const TensorInfo& b, const TensorInfo& o) {
   if (a.dtype != b.dtype || a.dtype != o.dtype)
     return fail("%s: needs one dtype for all operands but got codes %d, %d and out %d", fn, a.dtype, b.dtype, o.dtype);
@@ -105,7 +117,8 @@ int matmul(const char* fn, AtenTensorHandle out, AtenTensorHandle self, AtenTens
   TensorInfo a, b, o, bias;
   const std::string fa = std::string(fn) + ": mat1", fb = std::string(fn) + ": mat2", fo = std::string(fn) + ": out";
   if (read_tensor_locked(c, fa.c_str(), mat1, &a) || read_tensor_locked(c, fb.c_str(), mat2, &b) ||
-      read_tensor_locked(c, fo.c_str(), out, &o) || check_dtype(fn, a, b, o))
+      read_tensor_locked(c, fo.c_str(), out, &o) || check_dtype(fn, a, b, o) || check_extent(c, fa, a) ||
+      check_extent(c, fb, b) || check_extent(c, fo, o))
     return 1;
   const int64_t nd = batched ? 3 : 2;
   if (a.ndim != nd || b.ndim != nd || o.ndim != nd)
@@ -139,7 +152,7 @@ int matmul(const char* fn, AtenTensorHandle out, AtenTensorHandle self, AtenTens
   // beta * self into the result first (addmm), or zeros when beta is 0 and K is 0 or self is ignored.
   if (self) {
     const std::string fs = std::string(fn) + ": self";
-    if (read_tensor_locked(c, fs.c_str(), self, &bias)) rc = 1;
+    if (read_tensor_locked(c, fs.c_str(), self, &bias) || check_extent(c, fs, bias)) rc = 1;
     if (!rc && bias.dtype != o.dtype) rc = fail("%s: self has dtype code %d but out has %d", fn, bias.dtype, o.dtype);
     if (!rc && (bias.ndim < 1 || bias.ndim > 2 || (bias.sizes[bias.ndim - 1] != N && bias.sizes[bias.ndim - 1] != 1) ||
                 (bias.ndim == 2 && bias.sizes[0] != M && bias.sizes[0] != 1)))
