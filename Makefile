@@ -11,6 +11,10 @@ LAB_VENV    := .venv
 TEST_VENV   := .venv-test
 CORE        := packages/slimtensor-core
 TEST_PLUGIN := tests/plugins/slimtensor-hostdev
+# Device plugins built after the core, into both environments. Metal builds everywhere: off Apple platforms
+# without its Objective-C++ bridge, and then registers "mps" as unavailable with the reason.
+METAL       := packages/slimtensor-metal
+METAL_FLAGS := --no-build-isolation -Cbuild-dir=build/metal-{wheel_tag} -Ccmake.define.CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS)
 KERNEL_NAME := slimtensor
 PIP_FLAGS   := --disable-pip-version-check -q
 # Explicit builds only: nothing rebuilds at import time (no import-time rebuild races).
@@ -62,9 +66,11 @@ $(TEST_VENV)/.stamp: requirements/test.txt requirements/build.txt | system-deps
 # --- builds ---------------------------------------------------------------------------------------
 build-lab: $(LAB_VENV)/.stamp
 	$(LAB_VENV)/bin/python -m pip install $(PIP_FLAGS) $(BUILD_FLAGS) -e $(CORE)
+	$(LAB_VENV)/bin/python -m pip install $(PIP_FLAGS) $(METAL_FLAGS) $(METAL)
 
 build-test: $(TEST_VENV)/.stamp
 	$(TEST_VENV)/bin/python -m pip install $(PIP_FLAGS) $(BUILD_FLAGS) -e $(CORE)
+	$(TEST_VENV)/bin/python -m pip install $(PIP_FLAGS) $(METAL_FLAGS) $(METAL)
 	@if [ -d $(TEST_PLUGIN) ]; then $(TEST_VENV)/bin/python -m pip install $(PIP_FLAGS) --no-build-isolation \
 	  -Cbuild-dir=build/hostdev-{wheel_tag} $(TEST_PLUGIN); fi
 
