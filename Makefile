@@ -16,6 +16,10 @@ COMPILE_VENV := .venv-compile
 TEST_VENV   := .venv-test
 CORE        := packages/slimtensor-core
 TEST_PLUGIN := tests/plugins/slimtensor-hostdev
+# Device plugins built after the core, into both environments. Metal builds everywhere: off Apple platforms
+# without its Objective-C++ bridge, and then registers "mps" as unavailable with the reason.
+METAL       := packages/slimtensor-metal
+METAL_FLAGS := --no-build-isolation -Cbuild-dir=build/metal-{wheel_tag} -Ccmake.define.CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS)
 KERNEL_NAME := slimtensor
 # No -q: installs show what they collect, builds show CMake and ninja's [n/N] lines (BUILD_LOG).
 PIP_FLAGS   := --disable-pip-version-check --progress-bar on
@@ -85,6 +89,7 @@ endef
 
 build-lab: $(LAB_VENV)/.stamp
 	$(LAB_VENV)/bin/python -m pip install $(PIP_FLAGS) $(BUILD_FLAGS) -e $(CORE)
+	$(LAB_VENV)/bin/python -m pip install $(PIP_FLAGS) $(METAL_FLAGS) $(METAL)
 	$(call install_cuda_plugin,$(LAB_VENV))
 
 build-compile: $(COMPILE_VENV)/.stamp
@@ -92,6 +97,7 @@ build-compile: $(COMPILE_VENV)/.stamp
 
 build-test: $(TEST_VENV)/.stamp
 	$(TEST_VENV)/bin/python -m pip install $(PIP_FLAGS) $(BUILD_FLAGS) -e $(CORE)
+	$(TEST_VENV)/bin/python -m pip install $(PIP_FLAGS) $(METAL_FLAGS) $(METAL)
 	@if [ -d $(TEST_PLUGIN) ]; then $(TEST_VENV)/bin/python -m pip install $(PIP_FLAGS) --no-build-isolation \
 	  -Cbuild-dir=build/hostdev-{wheel_tag} $(TEST_PLUGIN); fi
 	$(call install_cuda_plugin,$(TEST_VENV))

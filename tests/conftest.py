@@ -2,6 +2,9 @@
 
 - ``@pytest.mark.needs_torch`` tests compare with PyTorch; they are skipped, with the reason, when
   ``torch==2.13.0`` cannot be imported (torch is a test-only dependency, pinned exactly).
+- ``@pytest.mark.needs_mps`` tests need an available MPS device (slimtensor-metal on a Mac with Metal); they
+  are skipped with the device's own reason, or, under ``SLIMTENSOR_REQUIRE_MPS=1`` (the self-hosted macOS CI
+  job), fail with it. The device-parametrised core tests then include ``mps:0`` as well (``require_mps()``).
 - After each test module, the CPU memory statistics (live storages, tensors and bytes) must be back at
   the values they had before the module ran (DESIGN.md §5: "the test suite checks that the counters
   return to their baseline").
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 
 import pytest
 
@@ -32,6 +36,39 @@ def _load_torch():
 
 
 TORCH, TORCH_SKIP_REASON = _load_torch()
+
+
+def require_mps() -> bool:
+    """True under SLIMTENSOR_REQUIRE_MPS=1: a missing MPS device is a failure, not a skip."""
+    return os.environ.get("SLIMTENSOR_REQUIRE_MPS", "") == "1"
+
+
+def mps_unavailable_reason() -> str | None:
+    """None when an MPS device can be used, else why not (the plugin's own reason, or that it is absent)."""
+    import slimtensor as st
+
+    for info in st.devices():
+        if info.name == "mps":
+            return None if info.available else f"mps is unavailable: {info.reason}"
+    return "no 'mps' device is registered (install packages/slimtensor-metal: make build-test)"
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("needs_mps") is None or require_mps():
+        return
+    reason = mps_unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"needs_mps: {reason}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    # Under SLIMTENSOR_REQUIRE_MPS=1 the test fails in its call phase (reported as failed, not as an error).
+    if item.get_closest_marker("needs_mps") is None or not require_mps():
+        return
+    reason = mps_unavailable_reason()
+    if reason is not None:
+        pytest.fail(f"SLIMTENSOR_REQUIRE_MPS=1 but {reason}", pytrace=False)
 
 
 def pytest_collection_modifyitems(config, items):

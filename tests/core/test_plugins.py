@@ -682,7 +682,9 @@ def test_plugin_that_looks_up_devices_while_registering(tmp_path):
         timeout=30,
     )
     assert out["values"] == [0.0, 0.0]
-    assert out["records"] == {"curious": True, "hostdev": True}
+    # every installed plugin loaded (the environment may hold more than these two: slimtensor-metal)
+    assert out["records"]["curious"] is True and out["records"]["hostdev"] is True
+    assert all(out["records"].values()), out["records"]
 
 
 def test_incompatible_plugin_through_an_entry_point_warns(tmp_path):
