@@ -117,7 +117,7 @@ lab-setup: build-lab build-compile
 lab: lab-setup
 	$(LAB_VENV)/bin/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
-test: build-test
+test: build-test lint
 	$(TEST_VENV)/bin/python -m pytest
 
 # --- other verbs ----------------------------------------------------------------------------------
