@@ -1,4 +1,5 @@
-// benchmarks/copy_kernels_bench.cpp: times slimtensor's ISA copy kernels directly (no Python, no planner) against memcpy.
+// benchmarks/copy_kernels_bench.cpp: times slimtensor's ISA copy kernels directly (no Python, no planner) against
+// memcpy.
 //
 // Build (from the repository root):
 //   g++ -O2 -std=c++17 -Ipackages/slimtensor-core/src/kernels benchmarks/copy_kernels_bench.cpp \

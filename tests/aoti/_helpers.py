@@ -111,8 +111,10 @@ def compile_models(names: list[str], zoo: str = "model_zoo") -> str:
             # one compiler process per core (each compiles its share of the models one after the other)
             jobs = max(1, min(len(todo), os.cpu_count() or 1))
             # Long work says what it does, past pytest's capture: which models, where, and each as it is done.
-            say(f"compiling {len(todo)} AOTInductor test models once with torch {TORCH_VERSION} into {out} "
-                f"({jobs} process(es); a few minutes on 2 cores): {', '.join(todo)}")
+            say(
+                f"compiling {len(todo)} AOTInductor test models once with torch {TORCH_VERSION} into {out} "
+                f"({jobs} process(es); a few minutes on 2 cores): {', '.join(todo)}"
+            )
             procs = [
                 subprocess.Popen(
                     [
@@ -138,10 +140,14 @@ def compile_models(names: list[str], zoo: str = "model_zoo") -> str:
                     say(line.rstrip())
 
             errors = [[] for _ in procs]
-            readers = [threading.Thread(target=forward, args=(p, lines), daemon=True)
-                       for p, lines in zip(procs, outputs, strict=True)]
-            readers += [threading.Thread(target=lambda p, e: e.extend(p.stderr), args=(p, e), daemon=True)
-                        for p, e in zip(procs, errors, strict=True)]
+            readers = [
+                threading.Thread(target=forward, args=(p, lines), daemon=True)
+                for p, lines in zip(procs, outputs, strict=True)
+            ]
+            readers += [
+                threading.Thread(target=lambda p, e: e.extend(p.stderr), args=(p, e), daemon=True)
+                for p, e in zip(procs, errors, strict=True)
+            ]
             for r in readers:
                 r.start()
             failures = []

@@ -38,7 +38,9 @@ def test_tampered_weights_blob_is_refused(model_dir, tmp_path, how):
     bad = tmp_path / "bad.pt2"
     _rewrite(f"{model_dir}/linear_blob.pt2", bad, lambda n, b: cut(b) if n.endswith("_weights.blob") else b)
     before = aoti.live_handles()
-    with pytest.raises(ValueError, match=r"weights blob .* has \d+ bytes but the model's constants need exactly 512"):
+    with pytest.raises(
+        ValueError, match=r"weights blob .* has \d+ bytes but the model's constants need exactly 512"
+    ):
         aoti.load(bad)
     assert aoti.live_handles() == before  # the container made before the check was deleted
 

@@ -131,8 +131,13 @@ def test_every_shipped_declaration_is_bound_from_the_header():
     from slimtensor.aoti import _elf, _lib
 
     protos = _lib.prototypes()
-    assert {"aoti_torch_empty_strided", "aoti_torch_cpu_addmm_out", "slimtensor_aoti_handle_from_dlpack",
-            "slimtensor_aoti_owner_adopt_output", "slimtensor_last_error"} <= set(protos)
+    assert {
+        "aoti_torch_empty_strided",
+        "aoti_torch_cpu_addmm_out",
+        "slimtensor_aoti_handle_from_dlpack",
+        "slimtensor_aoti_owner_adopt_output",
+        "slimtensor_last_error",
+    } <= set(protos)
     exported = _elf.defined_symbols(_lib.library_path())
     assert sorted(n for n in protos if n not in exported) == []
     lib = _lib.lib()
@@ -143,4 +148,6 @@ def test_every_shipped_declaration_is_bound_from_the_header():
     # what the shipped headers are: the source tree's (an installed copy of them)
     for h in _lib.HEADERS:
         with open(os.path.join(INCLUDE, h)) as src, open(os.path.join(_lib.header_dir(), h)) as shipped:
-            assert src.read() == shipped.read(), f"{h}: the installed header differs from the source (rebuild)"
+            assert src.read() == shipped.read(), (
+                f"{h}: the installed header differs from the source (rebuild)"
+            )

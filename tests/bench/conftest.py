@@ -11,15 +11,29 @@ import pytest
 
 # A few fast cases of every group (the AOTI shim case runs the C harness once per library, or reports itself
 # skipped with the reason where slimtensor.aoti, the checkout or a C++ compiler is missing).
-TINY_FILTERS = ["call/item", "call/permute", "copy/c2c/float32-float32/4KiB", "copy/t2c/float32-float32/4KiB",
-                "copy/t2c/float32-bfloat16/4KiB", "memory/bytes_per_view", "aoti/shim/get_dim", "aoti/shim_calls"]
+TINY_FILTERS = [
+    "call/item",
+    "call/permute",
+    "copy/c2c/float32-float32/4KiB",
+    "copy/t2c/float32-float32/4KiB",
+    "copy/t2c/float32-bfloat16/4KiB",
+    "memory/bytes_per_view",
+    "aoti/shim/get_dim",
+    "aoti/shim_calls",
+]
 
 
 def run_bench(args: list[str], cwd: str) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env.pop("OPENBLAS_CORETYPE", None)
-    return subprocess.run([sys.executable, "-m", "slimtensor.bench", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "slimtensor.bench", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="session")

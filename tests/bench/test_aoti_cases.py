@@ -21,8 +21,9 @@ def _cases(cwd, env_extra):
     env = {k: v for k, v in os.environ.items() if k != "SLIMTENSOR_BENCH_AOTI_MODELS"}
     env.update(env_extra)
     # -I: no current folder, no user site: only the installed package
-    proc = subprocess.run([sys.executable, "-I", "-c", CODE], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-I", "-c", CODE], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     import json
 
@@ -40,8 +41,15 @@ def test_cases_outside_a_checkout_ship_their_harness_and_say_why_models_are_abse
 def test_models_come_from_the_named_folder(tmp_path):
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     CACHE = os.path.join(root, ".cache", "aoti-models")
-    folders = sorted(p for p in (os.path.join(CACHE, d) for d in os.listdir(CACHE)) if os.path.isfile(
-        os.path.join(p, "pointwise.pt2"))) if os.path.isdir(CACHE) else []
+    folders = (
+        sorted(
+            p
+            for p in (os.path.join(CACHE, d) for d in os.listdir(CACHE))
+            if os.path.isfile(os.path.join(p, "pointwise.pt2"))
+        )
+        if os.path.isdir(CACHE)
+        else []
+    )
     if not folders:
         pytest.skip("the AOTI tests have not compiled their models here")
     cases = _cases(str(tmp_path), {"SLIMTENSOR_BENCH_AOTI_MODELS": folders[-1]})

@@ -29,8 +29,10 @@ def test_compare_two_stored_runs(tiny_run, tmp_path):
 def test_compare_after_a_run_is_stored_in_the_json(tiny_run, tmp_path):
     path, _, _ = tiny_run
     out = tmp_path / "new.json"
-    proc = run_bench(["--quick", "--no-progress", "--filter", "call/item", "--out", str(out), "--compare", str(path)],
-                     str(tmp_path))
+    proc = run_bench(
+        ["--quick", "--no-progress", "--filter", "call/item", "--out", str(out), "--compare", str(path)],
+        str(tmp_path),
+    )
     assert proc.returncode == 0, proc.stderr
     new = bench.load(str(out))
     assert new["compare"]["against"].endswith("tiny.json")

@@ -27,7 +27,9 @@ def test_notebook_runs_and_draws(tmp_path):
     nb = execute(Path(f"{NOTEBOOK}.ipynb"), tmp_path, install_kernel_spec(tmp_path / "jupyter"))
     outputs = [o for c in nb.cells for o in c.get("outputs", [])]
     assert [o for o in outputs if o.get("output_type") == "error"] == []
-    pictures = sum(1 for o in outputs if "image/svg+xml" in o.get("data", {}) or "image/png" in o.get("data", {}))
+    pictures = sum(
+        1 for o in outputs if "image/svg+xml" in o.get("data", {}) or "image/png" in o.get("data", {})
+    )
     text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
     assert "call/permute" in text  # the quick run's table
     stored = "no stored results found" not in text

@@ -86,6 +86,12 @@ def test_every_plot_says_what_it_measures_in_readable_type(tiny_run):
         assert fig.get_figwidth() <= 9.6  # a notebook's output area crops wider pictures
         for ax in fig.axes:
             assert ax.get_title() and ax.get_ylabel(), ax
-            for label in [*ax.get_xticklabels(), *ax.get_yticklabels(), ax.xaxis.label, ax.yaxis.label, ax.title]:
+            for label in [
+                *ax.get_xticklabels(),
+                *ax.get_yticklabels(),
+                ax.xaxis.label,
+                ax.yaxis.label,
+                ax.title,
+            ]:
                 if label.get_text():
                     assert label.get_fontsize() >= 8, (label.get_text(), label.get_fontsize())

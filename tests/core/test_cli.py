@@ -16,10 +16,10 @@ def test_info_prints_the_build_options():
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert out.startswith(f"slimtensor {st.__version__}")
-    build = out[out.index("build:"):out.index("devices:")]
+    build = out[out.index("build:") : out.index("devices:")]
     for key in ("compiler:", "C++17", "build type", "copy kernels:", "SLEEF:", "BLAS:"):
         assert key in build, build
-    assert "cpu" in out[out.index("devices:"):]
+    assert "cpu" in out[out.index("devices:") :]
 
 
 def test_version():

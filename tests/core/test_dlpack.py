@@ -140,13 +140,17 @@ def bridge_export(t, versioned):
 
     lib = _lib.lib()
     h = st._C._aoti_new_handle(t)
-    export = lib.slimtensor_aoti_handle_to_dlpack_versioned if versioned else lib.slimtensor_aoti_handle_to_dlpack
+    export = (
+        lib.slimtensor_aoti_handle_to_dlpack_versioned if versioned else lib.slimtensor_aoti_handle_to_dlpack
+    )
     ptr = export(h)
     if not ptr:  # the handle is still ours
         lib.aoti_torch_delete_tensor_object(h)
         raise RuntimeError(_lib.last_error())
     if versioned:
-        return DLManagedTensorVersioned.from_address(ptr), lambda: lib.slimtensor_aoti_dlpack_versioned_delete(ptr)
+        return DLManagedTensorVersioned.from_address(
+            ptr
+        ), lambda: lib.slimtensor_aoti_dlpack_versioned_delete(ptr)
     return DLManagedTensor.from_address(ptr), lambda: lib.slimtensor_aoti_dlpack_delete(ptr)
 
 
@@ -337,7 +341,9 @@ def test_exported_capsule_describes_the_view(path, versioned):
     delete = None
     if path == "python":
         capsule = t.__dlpack__(max_version=(1, 1)) if versioned else t.__dlpack__()
-        cls, name = (DLManagedTensorVersioned, b"dltensor_versioned") if versioned else (DLManagedTensor, b"dltensor")
+        cls, name = (
+            (DLManagedTensorVersioned, b"dltensor_versioned") if versioned else (DLManagedTensor, b"dltensor")
+        )
         m = cls.from_address(_PyCapsule_GetPointer(capsule, name))
     else:
         m, delete = bridge_export(t, versioned)
@@ -477,7 +483,9 @@ def _refused(h, exc, *words, path="python"):
             st.from_dlpack(h.capsule)
         gc.collect(0)
         assert h.calls == 0, "a refused capsule still belongs to its producer: no deleter call"
-        assert h.capsule_name() in ("dltensor", "dltensor_versioned"), "a refused capsule must not be marked used"
+        assert h.capsule_name() in ("dltensor", "dltensor_versioned"), (
+            "a refused capsule must not be marked used"
+        )
         return
     # The C bridge always takes the managed tensor: on a refusal it has called the deleter, once.
     from slimtensor.aoti import _lib
@@ -544,8 +552,12 @@ def test_null_data_with_elements_refused(path):
 
 @pytest.mark.parametrize("path", PATHS)
 def test_unknown_major_version_refused(path):
-    _refused(HandMade(np.zeros(4, np.float32), (2,), versioned=True, version=(2, 0)), BufferError, "version",
-             path=path)
+    _refused(
+        HandMade(np.zeros(4, np.float32), (2,), versioned=True, version=(2, 0)),
+        BufferError,
+        "version",
+        path=path,
+    )
 
 
 def test_consumed_capsule_refused():
@@ -729,8 +741,9 @@ def test_legacy_export_of_read_only_gives_a_fix_the_user_can_apply():
     a = np.arange(3.0)
     a.flags.writeable = False
     ro = st.from_numpy(a)
-    with raises_named(BufferError, "__dlpack__()", "read-only", re.escape("t.clone()"),
-                      re.escape("np.asarray(t)")) as info:
+    with raises_named(
+        BufferError, "__dlpack__()", "read-only", re.escape("t.clone()"), re.escape("np.asarray(t)")
+    ) as info:
         ro.__dlpack__()
     assert "max_version" not in str(info.value)
 
@@ -779,8 +792,13 @@ def test_dlpack_returning_a_non_capsule_names_the_producer(result):
         def __dlpack_device__(self):
             return (1, 0)
 
-    with raises_named(TypeError, "from_dlpack()", re.escape("BrokenProducer.__dlpack__() returned"), type(result).__name__,
-                      "not a DLPack capsule"):
+    with raises_named(
+        TypeError,
+        "from_dlpack()",
+        re.escape("BrokenProducer.__dlpack__() returned"),
+        type(result).__name__,
+        "not a DLPack capsule",
+    ):
         st.from_dlpack(BrokenProducer())
 
 

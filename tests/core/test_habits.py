@@ -11,16 +11,29 @@ import slimtensor as st
 
 @pytest.mark.parametrize(
     "method,dtype",
-    [("float", "float32"), ("double", "float64"), ("half", "float16"), ("bfloat16", "bfloat16"),
-     ("int", "int32"), ("long", "int64"), ("short", "int16"), ("char", "int8"), ("byte", "uint8"),
-     ("bool", "bool"), ("cfloat", "complex64"), ("cdouble", "complex128")],
+    [
+        ("float", "float32"),
+        ("double", "float64"),
+        ("half", "float16"),
+        ("bfloat16", "bfloat16"),
+        ("int", "int32"),
+        ("long", "int64"),
+        ("short", "int16"),
+        ("char", "int8"),
+        ("byte", "uint8"),
+        ("bool", "bool"),
+        ("cfloat", "complex64"),
+        ("cdouble", "complex128"),
+    ],
 )  # names, not dtype objects: parameters live until interpreter shutdown, after nanobind's leak check
 def test_dtype_shorthands_convert_or_return_the_tensor_itself(method, dtype):
     t = st.arange(6).reshape(2, 3)
     converted = getattr(t, method)()
     assert converted.dtype == getattr(st, dtype) and converted.shape == (2, 3)
     expected = np.arange(6).reshape(2, 3)
-    np.testing.assert_array_equal(np.asarray(converted.tolist()), expected != 0 if method == "bool" else expected)
+    np.testing.assert_array_equal(
+        np.asarray(converted.tolist()), expected != 0 if method == "bool" else expected
+    )
     assert getattr(converted, method)() is converted  # nothing to change: the tensor itself, as torch
 
 
@@ -170,7 +183,9 @@ def test_operators_say_slimtensor_does_no_arithmetic(expression):
 @pytest.mark.parametrize("name", ["sum", "mean", "flip", "max", "exp", "add_"])
 def test_math_methods_say_where_to_go_and_hasattr_stays_false(name):
     t = st.ones(3)
-    with pytest.raises(AttributeError, match=rf"Tensor has no method {name}\(\): slimtensor does no arithmetic"):
+    with pytest.raises(
+        AttributeError, match=rf"Tensor has no method {name}\(\): slimtensor does no arithmetic"
+    ):
         getattr(t, name)()
     assert not hasattr(t, name)
 

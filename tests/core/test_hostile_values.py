@@ -25,8 +25,11 @@ class IndexRaises:
     ],
     ids=["fill_", "full", "fill_int64"],
 )
-@pytest.mark.parametrize("value", [np.array([1, 2]), np.zeros((2, 2), np.int64), IndexRaises()],
-                         ids=["array2", "array2x2", "index_raises"])
+@pytest.mark.parametrize(
+    "value",
+    [np.array([1, 2]), np.zeros((2, 2), np.int64), IndexRaises()],
+    ids=["array2", "array2x2", "index_raises"],
+)
 def test_values_whose_index_raises_are_type_errors(call, value):
     """A NULL from PyNumber_Index was used unchecked: SIGSEGV (test_index_raising_value_does_not_crash_a_child)."""
     with pytest.raises(TypeError, match=r"expected a number .* whose __index__ raised"):
@@ -69,7 +72,9 @@ def test_non_finite_and_huge_floats_fill_floats_and_refuse_ints(v):
 
 def test_narrow_with_a_huge_length_is_an_index_error():
     """start + length overflowed int64 (and the error spoke of byte sizes)."""
-    with pytest.raises(IndexError, match=r"narrow\(\): start \(2\) \+ length \(9223372036854775807\) exceeds"):
+    with pytest.raises(
+        IndexError, match=r"narrow\(\): start \(2\) \+ length \(9223372036854775807\) exceeds"
+    ):
         st.zeros(4).narrow(0, 2, 2**63 - 1)
     with pytest.raises(IndexError, match="exceeds dimension size"):
         st.zeros(4).narrow(0, -2, 2**63 - 1)

@@ -23,9 +23,21 @@ def _build(tmp_path) -> str:
     libdir = os.path.dirname(_lib.library_path())
     include = os.path.join(os.path.dirname(libdir), "include")
     exe = os.path.join(str(tmp_path), "plugin_abi")
-    cmd = [cxx, "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror=unused-result", "-pthread",
-           os.path.join(HERE, "cpp", "plugin_abi.cpp"), f"-I{include}", _lib.library_path(),
-           f"-Wl,-rpath,{libdir}", "-o", exe]
+    cmd = [
+        cxx,
+        "-std=c++17",
+        "-O1",
+        "-Wall",
+        "-Wextra",
+        "-Werror=unused-result",
+        "-pthread",
+        os.path.join(HERE, "cpp", "plugin_abi.cpp"),
+        f"-I{include}",
+        _lib.library_path(),
+        f"-Wl,-rpath,{libdir}",
+        "-o",
+        exe,
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     return exe

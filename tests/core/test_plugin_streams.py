@@ -125,7 +125,11 @@ def test_a_token_cannot_be_dereferenced():
         "t = h.raw_allocate(0, 64); print(hex(t), flush=True); ctypes.string_at(t, 8)"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert proc.returncode != 0 and proc.stdout.startswith("0xdead"), (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.returncode != 0 and proc.stdout.startswith("0xdead"), (
+        proc.returncode,
+        proc.stdout,
+        proc.stderr,
+    )
 
 
 # --- the plugin itself: streams, delays, events -----------------------------------------------------
@@ -327,17 +331,43 @@ def test_the_plugin_is_threadsanitizer_and_addresssanitizer_clean(tmp_path):
     include = Path(st.__file__).parent / "include"
     if not (include / "slimtensor" / "c" / "device_plugin.h").exists():
         include = Path(__file__).resolve().parents[2] / "packages" / "slimtensor-core" / "include"
-    sources = [root / "check" / "hostdev_stress.c"] + [
-        root / "src" / f
-        for f in ("hostdev_device.c", "hostdev_memory.c", "hostdev_streams.c", "hostdev_strided.c", "hostdev_variants.c")
-    ] + [root / "src" / "abi10" / "hostdev_abi10.c"]
+    sources = (
+        [root / "check" / "hostdev_stress.c"]
+        + [
+            root / "src" / f
+            for f in (
+                "hostdev_device.c",
+                "hostdev_memory.c",
+                "hostdev_streams.c",
+                "hostdev_strided.c",
+                "hostdev_variants.c",
+            )
+        ]
+        + [root / "src" / "abi10" / "hostdev_abi10.c"]
+    )
     for sanitizer in ("thread", "address"):
         exe = tmp_path / f"stress_{sanitizer}"
         build = subprocess.run(
-            [cc, "-std=c11", "-O1", "-g", f"-fsanitize={sanitizer}", "-D_POSIX_C_SOURCE=200809L", "-Wall",
-             "-Wextra", "-Werror", f"-I{root / 'src'}", f"-I{include}", *map(str, sources), "-pthread", "-o",
-             str(exe)],
-            capture_output=True, text=True, timeout=300,
+            [
+                cc,
+                "-std=c11",
+                "-O1",
+                "-g",
+                f"-fsanitize={sanitizer}",
+                "-D_POSIX_C_SOURCE=200809L",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                f"-I{root / 'src'}",
+                f"-I{include}",
+                *map(str, sources),
+                "-pthread",
+                "-o",
+                str(exe),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         if build.returncode != 0 and "sanitize" in build.stderr and "unrecognized" in build.stderr:
             pytest.skip(f"{cc} has no -fsanitize={sanitizer}")
@@ -345,7 +375,11 @@ def test_the_plugin_is_threadsanitizer_and_addresssanitizer_clean(tmp_path):
         env = dict(os.environ, TSAN_OPTIONS="halt_on_error=1 exitcode=66", ASAN_OPTIONS="detect_leaks=1")
         env.pop("LD_PRELOAD", None)
         run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300, env=env)
-        assert run.returncode == 0 and "hostdev stress: ok" in run.stdout, (sanitizer, run.stdout, run.stderr[-4000:])
+        assert run.returncode == 0 and "hostdev stress: ok" in run.stdout, (
+            sanitizer,
+            run.stdout,
+            run.stderr[-4000:],
+        )
 
 
 # --- the core over hostdev: every result right under the delays ---------------------------------------
@@ -392,7 +426,9 @@ def test_non_blocking_copy_to_host_completes_at_synchronize():
     early = out.numpy().copy()
     st.synchronize("hostdev:0")
     np.testing.assert_array_equal(out.numpy(), a)
-    assert not np.array_equal(early, a), "the stalled copy was already done: the core did not pass non_blocking"
+    assert not np.array_equal(early, a), (
+        "the stalled copy was already done: the core did not pass non_blocking"
+    )
 
 
 def test_non_blocking_upload_of_a_strided_source_keeps_its_staging_alive():
@@ -420,7 +456,9 @@ def test_synchronize_and_current_device_through_the_core():
         t = st.ones((3,), device="hostdev")
         assert str(t.device) == "hostdev:1"
         seen = {}
-        th = threading.Thread(target=lambda: seen.setdefault("d", str(st.empty((1,), device="hostdev").device)))
+        th = threading.Thread(
+            target=lambda: seen.setdefault("d", str(st.empty((1,), device="hostdev").device))
+        )
         th.start()
         th.join()
         assert seen["d"] == "hostdev:0"  # the current device is per thread
@@ -547,7 +585,10 @@ def test_dlpack_consumer_stream_waits_for_the_producer(dlpack_ready, streams):
         capsule = t.__dlpack__(stream=hostdev.stream_to_dlpack(0, s2))  # the consumer works on s2
         del capsule
         after = hostdev.counters(0)
-    assert after["events_recorded"] > before["events_recorded"] and after["events_waited"] > before["events_waited"]
+    assert (
+        after["events_recorded"] > before["events_recorded"]
+        and after["events_waited"] > before["events_waited"]
+    )
     # s2 now waits for s1's fill: a copy on s2 sees it without any host synchronisation.
     out = hostdev.raw_allocate(0, 512 * 4, s2)
     try:

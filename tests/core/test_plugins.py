@@ -42,8 +42,15 @@ def _hostdev_registered():
     gc.collect()
     _synchronize_hostdev()
     assert _core_live() == core_before, "hostdev storages outlived the test module"
-    keys = ("live_allocations", "live_bytes", "live_tokens", "pending_frees", "bad_handles", "unordered_frees",
-            "stream_errors")
+    keys = (
+        "live_allocations",
+        "live_bytes",
+        "live_tokens",
+        "pending_frees",
+        "bad_handles",
+        "unordered_frees",
+        "stream_errors",
+    )
     after = _counters()
     for key in keys:
         assert [c[key] for c in after] == [c[key] for c in plugin_before], f"hostdev {key} changed"
@@ -240,8 +247,12 @@ def test_views_with_offsets_reach_the_plugin_as_byte_offsets():
     bad = hostdev.counters(0)["bad_handles"]
     a = np.arange(4 * 6 * 5, dtype=np.float64).reshape(4, 6, 5)
     t = st.from_numpy(a).to("hostdev:0")
-    for view, expect in [(t[2], a[2]), (t[1:, 3:, 2], a[1:, 3:, 2]), (t[3, 5, 4:], a[3, 5, 4:]),
-                         (t.permute(2, 0, 1)[1:, 1:], a.transpose(2, 0, 1)[1:, 1:])]:
+    for view, expect in [
+        (t[2], a[2]),
+        (t[1:, 3:, 2], a[1:, 3:, 2]),
+        (t[3, 5, 4:], a[3, 5, 4:]),
+        (t.permute(2, 0, 1)[1:, 1:], a.transpose(2, 0, 1)[1:, 1:]),
+    ]:
         np.testing.assert_array_equal(view.cpu().numpy(), expect)  # to host
         np.testing.assert_array_equal(view.clone().cpu().numpy(), expect)  # on the device
         assert view.reshape(-1)[-1].item() == expect.reshape(-1)[-1]  # item
@@ -270,8 +281,9 @@ def test_hostdev_abi10_loads_and_works():
     assert t[1:].data_ptr() == t.data_ptr() + 24  # addressable: the core may hand out addresses
     np.testing.assert_array_equal(t.cpu().numpy(), a)
     np.testing.assert_array_equal(t.T.contiguous().cpu().numpy(), a.T)  # staged: no copy_strided in 1.0
-    np.testing.assert_array_equal(t.to(dtype=st.bfloat16).to(dtype=st.float32).cpu().numpy(),
-                                  a.astype(np.float32))
+    np.testing.assert_array_equal(
+        t.to(dtype=st.bfloat16).to(dtype=st.float32).cpu().numpy(), a.astype(np.float32)
+    )
     t.fill_(2.0)  # the 1.0 fill
     assert t[3, 5].item() == 2.0
     u = t.to("hostdev_abi10:0")

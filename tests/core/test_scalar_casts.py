@@ -18,8 +18,21 @@ def test_from_double_and_from_complex_never_cast_out_of_range(tmp_path):
         pytest.skip("no C++ compiler (install g++)")
     exe = str(tmp_path / "scalar_casts")
     flags = ["-fsanitize=float-cast-overflow,undefined", "-fno-sanitize-recover=all"]
-    r = subprocess.run([cxx, "-std=c++17", "-O1", *flags, os.path.join(HERE, "cpp", "scalar_casts.cpp"),
-                        f"-I{INCLUDE}", "-o", exe], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            cxx,
+            "-std=c++17",
+            "-O1",
+            *flags,
+            os.path.join(HERE, "cpp", "scalar_casts.cpp"),
+            f"-I{INCLUDE}",
+            "-o",
+            exe,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     r = subprocess.run([exe], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr  # UBSan: "... is outside the range of representable values"

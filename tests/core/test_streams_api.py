@@ -48,8 +48,16 @@ def test_memory_stats_report_plugin_bytes() -> None:
 
 def test_device_events_are_a_trace_event_kind() -> None:
     assert "device_event" in EVENT_KINDS
-    e = Event.from_record({"kind": "device_event", "time_ns": 5, "bytes": -64, "device": "cuda:0",
-                           "op": "device_memory", "stream": 0x10})
+    e = Event.from_record(
+        {
+            "kind": "device_event",
+            "time_ns": 5,
+            "bytes": -64,
+            "device": "cuda:0",
+            "op": "device_memory",
+            "stream": 0x10,
+        }
+    )
     assert e.stream == 0x10 and "device_memory -64 B cuda:0 stream 0x10" in e.describe()
 
 

@@ -29,7 +29,10 @@ def _plugin():
     try:
         return importlib.import_module("slimtensor_cuda"), ""
     except Exception as exc:  # noqa: BLE001  (any failure: the plugin is not usable here)
-        return None, f"slimtensor_cuda is not importable ({type(exc).__name__}: {exc}); build it with pip install packages/slimtensor-cuda"
+        return (
+            None,
+            f"slimtensor_cuda is not importable ({type(exc).__name__}: {exc}); build it with pip install packages/slimtensor-cuda",
+        )
 
 
 def cuda_skip_reason() -> str:
@@ -121,7 +124,9 @@ def _cuda_memory_baseline(request):
     before = _cuda_counters()
     yield
     after = _cuda_counters()
-    assert after == before, f"CUDA memory not back to baseline after {request.module.__name__}: {before} -> {after}"
+    assert after == before, (
+        f"CUDA memory not back to baseline after {request.module.__name__}: {before} -> {after}"
+    )
 
 
 def run_python(code: str, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
@@ -129,4 +134,6 @@ def run_python(code: str, env: dict | None = None, timeout: int = 120) -> subpro
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=timeout
+    )

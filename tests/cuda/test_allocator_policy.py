@@ -35,10 +35,26 @@ def policy_test(tmp_path_factory) -> str:
     if cxx is None:
         pytest.skip("no C++ compiler (c++, g++ or clang++) on PATH to build the allocator policy test")
     out = tmp_path_factory.mktemp("alloc") / "allocator_policy_test"
-    base = [cxx, "-std=c++17", "-O1", "-g", "-Wall", "-Wextra", "-Werror", f"-I{PACKAGE / 'src'}",
-            f"-I{PACKAGE / 'tests'}", *map(str, SOURCES), "-o", str(out), "-pthread"]
-    sanitized = subprocess.run(base + ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"],
-                               capture_output=True, text=True)
+    base = [
+        cxx,
+        "-std=c++17",
+        "-O1",
+        "-g",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        f"-I{PACKAGE / 'src'}",
+        f"-I{PACKAGE / 'tests'}",
+        *map(str, SOURCES),
+        "-o",
+        str(out),
+        "-pthread",
+    ]
+    sanitized = subprocess.run(
+        base + ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"],
+        capture_output=True,
+        text=True,
+    )
     if sanitized.returncode != 0:
         plain = subprocess.run(base, capture_output=True, text=True)
         assert plain.returncode == 0, f"building the allocator policy test failed:\n{plain.stderr}"
@@ -48,7 +64,7 @@ def policy_test(tmp_path_factory) -> str:
 def _names() -> list[str]:
     # The names are listed in the C++ file's table; parsing it keeps collection free of a compile step.
     text = (PACKAGE / "tests" / "allocator_policy_test.cpp").read_text()
-    table = text[text.index("const Test kTests[] = {"):]
+    table = text[text.index("const Test kTests[] = {") :]
     table = table[: table.index("};")]
     return [line.split('"')[1] for line in table.splitlines() if line.strip().startswith('{"')]
 
@@ -56,8 +72,13 @@ def _names() -> list[str]:
 @pytest.fixture(scope="module")
 def policy_results(policy_test: str) -> dict[str, str]:
     """Runs every rule once (one process: the sanitizers' start-up is paid once); name -> its line."""
-    res = subprocess.run([policy_test], capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "ASAN_OPTIONS": "detect_leaks=1"})
+    res = subprocess.run(
+        [policy_test],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "ASAN_OPTIONS": "detect_leaks=1"},
+    )
     lines = {}
     for line in res.stdout.splitlines():
         status, _, rest = line.partition(" ")
@@ -71,7 +92,9 @@ def policy_results(policy_test: str) -> dict[str, str]:
 def test_policy_rule(policy_results: dict[str, str], name: str) -> None:
     line = policy_results.get(name, f"{name}: did not run")
     assert line == f"PASS {name}", line
-    assert policy_results["__exit__"].startswith(("exit status 0", "exit status 1")), policy_results["__exit__"]
+    assert policy_results["__exit__"].startswith(("exit status 0", "exit status 1")), policy_results[
+        "__exit__"
+    ]
 
 
 def test_policy_run_is_clean(policy_results: dict[str, str]) -> None:
@@ -79,7 +102,9 @@ def test_policy_run_is_clean(policy_results: dict[str, str]) -> None:
 
 
 def test_every_rule_is_collected(policy_test: str) -> None:
-    listed = subprocess.run([policy_test, "--list"], capture_output=True, text=True, check=True).stdout.split()
+    listed = subprocess.run(
+        [policy_test, "--list"], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert listed == _names()
 
 

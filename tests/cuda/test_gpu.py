@@ -102,12 +102,22 @@ def test_every_dtype_pair_bit_exact(src_code: int, src: str) -> None:
         assert got == want, f"{src}->{dst} differs from the CPU"
 
 
-@pytest.mark.parametrize("shape,perm", [((64, 96), (1, 0)), ((7, 513, 1025), (2, 0, 1)), ((1000, 3000), (1, 0)),
-                                        ((3, 5, 7, 9), (3, 2, 1, 0)), ((4, 33, 65, 3), (0, 3, 1, 2))])
+@pytest.mark.parametrize(
+    "shape,perm",
+    [
+        ((64, 96), (1, 0)),
+        ((7, 513, 1025), (2, 0, 1)),
+        ((1000, 3000), (1, 0)),
+        ((3, 5, 7, 9), (3, 2, 1, 0)),
+        ((4, 33, 65, 3), (0, 3, 1, 2)),
+    ],
+)
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "uint8", "complex128", "float64"])
 def test_permuted_copies(shape, perm, dtype) -> None:
     n = int(np.prod(shape))
-    host = st.from_numpy(np.random.default_rng(0).integers(0, 256, n * getattr(st, dtype).itemsize, dtype=np.uint8))
+    host = st.from_numpy(
+        np.random.default_rng(0).integers(0, 256, n * getattr(st, dtype).itemsize, dtype=np.uint8)
+    )
     src = host.view(getattr(st, dtype)).reshape(*shape)
     want = src.permute(*perm).contiguous().view(st.uint8).numpy()
     got = src.to("cuda").permute(*perm).contiguous().view(st.uint8).cpu().numpy()

@@ -18,8 +18,15 @@ def test_import_creates_no_context() -> None:
     )
     assert res.returncode == 0, res.stderr
     at_import, after_probe = json.loads(res.stdout.strip().splitlines()[-1])
-    assert at_import == {"native_loaded": False, "probed": False, "driver_initialised": False, "context_touched": False}
-    assert after_probe["probed"] and not after_probe["context_touched"]  # asking about devices makes no context
+    assert at_import == {
+        "native_loaded": False,
+        "probed": False,
+        "driver_initialised": False,
+        "context_touched": False,
+    }
+    assert (
+        after_probe["probed"] and not after_probe["context_touched"]
+    )  # asking about devices makes no context
 
 
 def test_missing_runtime_wheel_is_a_reason() -> None:
@@ -63,5 +70,7 @@ def test_core_lists_cuda_unavailable_and_device_calls_raise() -> None:
     )
     res = run_python(code, env={"SLIMTENSOR_DEVICE_AUTOLOAD": "0"})
     if res.returncode == 3:
-        pytest.skip(f"the installed core refuses ABI 1.1 plugins (lands with branch abi): {res.stdout.strip()}")
+        pytest.skip(
+            f"the installed core refuses ABI 1.1 plugins (lands with branch abi): {res.stdout.strip()}"
+        )
     assert res.returncode == 0, res.stdout + res.stderr

@@ -17,8 +17,15 @@ extern "C" AOTITorchError slimtensor_aoti_handle_from_dlpack(void* managed, Aten
 
 namespace {
 
-struct DLDevice { int32_t device_type; int32_t device_id; };
-struct DLDataType { uint8_t code; uint8_t bits; uint16_t lanes; };
+struct DLDevice {
+  int32_t device_type;
+  int32_t device_id;
+};
+struct DLDataType {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+};
 struct DLTensor {
   void* data;
   DLDevice device;
@@ -49,7 +56,11 @@ struct Reader {
   const uint8_t* p;
   size_t n;
   uint8_t u8() { return n ? (--n, *p++) : 0; }
-  uint64_t u64() { uint64_t v = 0; for (int k = 0; k < 8; ++k) v = (v << 8) | u8(); return v; }
+  uint64_t u64() {
+    uint64_t v = 0;
+    for (int k = 0; k < 8; ++k) v = (v << 8) | u8();
+    return v;
+  }
   int64_t i64() {
     switch (u8() % 6) {
       case 0: return static_cast<int64_t>(u64());
@@ -75,8 +86,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t nd = r.u8();
   m.dl_tensor.ndim = nd < 240 ? nd % 5 : static_cast<int32_t>(r.i64());
   const uint8_t dt = r.u8();
-  static const DLDataType common[] = {{2, 32, 1}, {2, 64, 1}, {0, 64, 1}, {1, 8, 1}, {6, 8, 1}, {4, 16, 1}, {5, 64, 1},
-                                      {2, 16, 1}, {0, 8, 1}, {1, 16, 1}};
+  static const DLDataType common[] = {{2, 32, 1}, {2, 64, 1}, {0, 64, 1}, {1, 8, 1}, {6, 8, 1},
+                                      {4, 16, 1}, {5, 64, 1}, {2, 16, 1}, {0, 8, 1}, {1, 16, 1}};
   m.dl_tensor.dtype = dt < 200 ? common[dt % 10] : DLDataType{r.u8(), r.u8(), static_cast<uint16_t>(r.u8())};
   const int fill = m.dl_tensor.ndim > 0 && m.dl_tensor.ndim <= 70 ? m.dl_tensor.ndim : 0;
   for (int d = 0; d < fill; ++d) shape[d] = r.i64();
@@ -104,8 +115,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     void* p = nullptr;
     if (aoti_torch_get_data_ptr(h, &p)) contract("data_ptr");
     if (numel > 0 && !m.dl_tensor.data) contract("a NULL data pointer was accepted for elements");
-    if (numel > 0 && reinterpret_cast<uintptr_t>(p) !=
-                         reinterpret_cast<uintptr_t>(m.dl_tensor.data) + m.dl_tensor.byte_offset)
+    if (numel > 0 &&
+        reinterpret_cast<uintptr_t>(p) != reinterpret_cast<uintptr_t>(m.dl_tensor.data) + m.dl_tensor.byte_offset)
       contract("data_ptr is not data + byte_offset");
     if (aoti_torch_delete_tensor_object(h) != 0) contract("delete failed");
     if (m.deleter && g_deleted != 1) contract("the deleter did not run exactly once after delete");

@@ -31,7 +31,11 @@ struct Reader {
       case 0: return INT64_MIN;
       case 1: return INT64_MAX;
       case 2: return -static_cast<int64_t>(u8());
-      case 3: { int64_t v = 0; for (int k = 0; k < 8; ++k) v = (v << 8) | u8(); return v; }
+      case 3: {
+        int64_t v = 0;
+        for (int k = 0; k < 8; ++k) v = (v << 8) | u8();
+        return v;
+      }
       default: return u8() % 9;
     }
   }
@@ -128,14 +132,17 @@ void run(Reader& r) {
           for (int64_t d = 0; d < ndim; ++d) {
             int64_t step;
             if (__builtin_mul_overflow(strides[d] < 0 ? -(strides[d] + 1) : strides[d], sizes[d], &step) ||
-                __builtin_add_overflow(bound, step, &bound)) { bound = -1; break; }
+                __builtin_add_overflow(bound, step, &bound)) {
+              bound = -1;
+              break;
+            }
           }
           if (bound < 0 || bound > 1 << 16) break;
         }
         const int32_t dev = r.u8() % 4 == 0 ? static_cast<int32_t>(r.i64()) : 0;
         const int32_t idx = r.u8() % 4 == 0 ? static_cast<int32_t>(r.i64()) : 0;
-        result(aoti_torch_empty_strided(ndim, sp, tp, dtype_code(r), dev, idx, r.u8() == 7 ? nullptr : &out), out,
-               dst, "empty_strided");
+        result(aoti_torch_empty_strided(ndim, sp, tp, dtype_code(r), dev, idx, r.u8() == 7 ? nullptr : &out), out, dst,
+               "empty_strided");
         break;
       }
       case 1: {  // delete
@@ -168,7 +175,11 @@ void run(Reader& r) {
       }
       case 5: {  // every getter
         AtenTensorHandle h = arg(r, &s);
-        void* p; int64_t v; int64_t* vp; int32_t c; bool b;
+        void* p;
+        int64_t v;
+        int64_t* vp;
+        int32_t c;
+        bool b;
         expect_refused(aoti_torch_get_data_ptr(h, &p), s, "get_data_ptr");
         expect_refused(aoti_torch_get_storage_size(h, &v), s, "get_storage_size");
         expect_refused(aoti_torch_get_storage_numel(h, &v), s, "get_storage_numel");
@@ -204,7 +215,12 @@ void run(Reader& r) {
       }
       case 8: {
         AtenTensorHandle h = arg(r, &s);
-        float f; double d; int64_t i; bool b; uint8_t u; slimtensor_complex64 c;
+        float f;
+        double d;
+        int64_t i;
+        bool b;
+        uint8_t u;
+        slimtensor_complex64 c;
         switch (r.u8() % 6) {
           case 0: expect_refused(aoti_torch_item_float32(h, &f), s, "item_float32"); break;
           case 1: expect_refused(aoti_torch_item_float64(h, &d), s, "item_float64"); break;
@@ -217,10 +233,11 @@ void run(Reader& r) {
       }
       case 9: {  // from_blob over the harness's buffer; a view it accepts past the buffer is never used
         const int64_t off = r.i64();
-        AOTITorchError rc = (op & 32)
-            ? aoti_torch_create_tensor_from_blob_v2(r.u8() ? blob : nullptr, ndim, sp, tp, off, dtype_code(r), 0, 0,
-                                                   &out, r.u8() % 3 == 0 ? 1 : 0, nullptr, 0)
-            : aoti_torch_create_tensor_from_blob(r.u8() ? blob : nullptr, ndim, sp, tp, off, dtype_code(r), 0, 0, &out);
+        AOTITorchError rc =
+            (op & 32) ? aoti_torch_create_tensor_from_blob_v2(r.u8() ? blob : nullptr, ndim, sp, tp, off, dtype_code(r),
+                                                              0, 0, &out, r.u8() % 3 == 0 ? 1 : 0, nullptr, 0)
+                      : aoti_torch_create_tensor_from_blob(r.u8() ? blob : nullptr, ndim, sp, tp, off, dtype_code(r), 0,
+                                                           0, &out);
         check_rc(rc, "create_tensor_from_blob");
         if (rc == 0) {
           int64_t bytes = 0;
@@ -258,8 +275,9 @@ void run(Reader& r) {
         int64_t v = r.i64();
         AtenTensorHandle base = state[dst] != kNone ? pool[dst] : nullptr;
         if (state[dst] == kLive) break;  // keep live handles reachable
-        uintptr_t bits = (op & 32) ? reinterpret_cast<uintptr_t>(base) + static_cast<uintptr_t>(v)
-                                   : (op & 64) ? reinterpret_cast<uintptr_t>(blob) : static_cast<uintptr_t>(v);
+        uintptr_t bits = (op & 32)   ? reinterpret_cast<uintptr_t>(base) + static_cast<uintptr_t>(v)
+                         : (op & 64) ? reinterpret_cast<uintptr_t>(blob)
+                                     : static_cast<uintptr_t>(v);
         // A forged value with bit 63 set may be a key issued later (it is then a live handle, rightly
         // accepted); with bit 63 clear it can never be one (Note [Handle table]), so it must always fail.
         bits &= ~(uintptr_t{1} << 63);
@@ -284,13 +302,14 @@ void run(Reader& r) {
         AtenTensorHandle a = arg(r, &s), b = arg(r, &t);
         AOTITorchError rc = aoti_torch_tensor_copy_(a, b);
         check_rc(rc, "tensor_copy_");
-        if (rc == 0 && (!is_live(s) || !is_live(t))) contract("tensor_copy_ accepted a non-live handle", "tensor_copy_");
+        if (rc == 0 && (!is_live(s) || !is_live(t)))
+          contract("tensor_copy_ accepted a non-live handle", "tensor_copy_");
         break;
       }
       case 17: {
         const double v = static_cast<double>(r.i64()) / (1 + r.u8());
-        AOTITorchError rc = (op & 32) ? aoti_torch_scalar_to_tensor_float64(v, &out)
-                                      : aoti_torch_scalar_to_tensor_int64(r.i64(), &out);
+        AOTITorchError rc =
+            (op & 32) ? aoti_torch_scalar_to_tensor_float64(v, &out) : aoti_torch_scalar_to_tensor_int64(r.i64(), &out);
         result(rc, out, dst, "scalar_to_tensor");
         break;
       }
@@ -307,7 +326,7 @@ void run(Reader& r) {
         result(rc, out, dst, "handle_from_dlpack");
         break;
       }
-      default: {  // a stale copy: slot t takes slot s's value (possibly live: then both name one handle,
+      default: {     // a stale copy: slot t takes slot s's value (possibly live: then both name one handle,
         arg(r, &s);  // which the harness forbids, so only non-live values are copied)
         if (state[s] != kLive && state[dst] != kLive) {
           pool[dst] = pool[s];

@@ -48,7 +48,9 @@ def step(fdp: atheris.FuzzedDataProvider, a: np.ndarray, t):
     nd = a.ndim
     if op == 0 and nd:  # slicing with any start/stop/step
         d = fdp.ConsumeIntInRange(0, nd - 1)
-        sl = slice(fdp.ConsumeIntInRange(-8, 8), fdp.ConsumeIntInRange(-8, 8), fdp.ConsumeIntInRange(-3, 3) or 1)
+        sl = slice(
+            fdp.ConsumeIntInRange(-8, 8), fdp.ConsumeIntInRange(-8, 8), fdp.ConsumeIntInRange(-3, 3) or 1
+        )
         key = (slice(None),) * d + (sl,)
         return a[key], lambda: t[key], sl.step < 0
     if op == 1 and nd >= 2:
@@ -89,10 +91,12 @@ def step(fdp: atheris.FuzzedDataProvider, a: np.ndarray, t):
         src = (np.arange(a.shape[-1]) % 5).astype(a.dtype)
         b = a.copy()
         b[...] = src
+
         def run():
             u = t.clone()
             u.copy_(st.asarray(src))
             return u
+
         return b, run, False
     if op == 9:
         d = fdp.ConsumeIntInRange(-nd - 1, nd)

@@ -5,18 +5,90 @@ from __future__ import annotations
 import numpy as np
 
 # Values that exercise rounding, saturation, denormals, NaN and integer wrap-around in every conversion.
-_SPECIAL = [0.0, -0.0, 1.0, -1.5, 2.5, 3.5, 300.0, -300.7, 65504.0, 65520.0, 65519.99, 1e-8, 6e-8, 3e-8,
-            1e-40, -1e-40, 1e-45, 3e38, -3e38, 1e300, -1e300, 2.0**53 + 1, 2.0**63, -(2.0**63), 2.0**64,
-            float("inf"), float("-inf"), float("nan"), -float("nan"), 0.1, 1 / 3, 1.00390625, 1.0078125,
-            1.01171875, -1.00390625, 5.960464477539063e-08, 2.9802322387695312e-08, 6.103515625e-05]
-_SPECIAL_INT = [0, 1, -1, 127, 128, -129, 255, 256, 65535, 65536, 2**31 - 1, -(2**31), 2**31, 2**32 + 3,
-                2**53 + 1, 2**62 + 2**40 + 1, -(2**63), 2**63 - 1, 16777217, -16777217, 7, -7]
+_SPECIAL = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.5,
+    2.5,
+    3.5,
+    300.0,
+    -300.7,
+    65504.0,
+    65520.0,
+    65519.99,
+    1e-8,
+    6e-8,
+    3e-8,
+    1e-40,
+    -1e-40,
+    1e-45,
+    3e38,
+    -3e38,
+    1e300,
+    -1e300,
+    2.0**53 + 1,
+    2.0**63,
+    -(2.0**63),
+    2.0**64,
+    float("inf"),
+    float("-inf"),
+    float("nan"),
+    -float("nan"),
+    0.1,
+    1 / 3,
+    1.00390625,
+    1.0078125,
+    1.01171875,
+    -1.00390625,
+    5.960464477539063e-08,
+    2.9802322387695312e-08,
+    6.103515625e-05,
+]
+_SPECIAL_INT = [
+    0,
+    1,
+    -1,
+    127,
+    128,
+    -129,
+    255,
+    256,
+    65535,
+    65536,
+    2**31 - 1,
+    -(2**31),
+    2**31,
+    2**32 + 3,
+    2**53 + 1,
+    2**62 + 2**40 + 1,
+    -(2**63),
+    2**63 - 1,
+    16777217,
+    -16777217,
+    7,
+    -7,
+]
 
 # (source dtype, destination dtype): the ones with ISA kernels first, then a spread of the generic ones.
-PAIRS = [("float32", "float32"), ("float32", "bfloat16"), ("bfloat16", "float32"), ("float32", "float16"),
-         ("float16", "float32"), ("int64", "float32"), ("int32", "int32"), ("float64", "float16"),
-         ("float64", "bfloat16"), ("float32", "int32"), ("float32", "uint8"), ("float64", "int64"),
-         ("int64", "int8"), ("float32", "bool"), ("bfloat16", "float16"), ("uint8", "float32")]
+PAIRS = [
+    ("float32", "float32"),
+    ("float32", "bfloat16"),
+    ("bfloat16", "float32"),
+    ("float32", "float16"),
+    ("float16", "float32"),
+    ("int64", "float32"),
+    ("int32", "int32"),
+    ("float64", "float16"),
+    ("float64", "bfloat16"),
+    ("float32", "int32"),
+    ("float32", "uint8"),
+    ("float64", "int64"),
+    ("int64", "int8"),
+    ("float32", "bool"),
+    ("bfloat16", "float16"),
+    ("uint8", "float32"),
+]
 
 # name -> (numpy shape of the source buffer, how the source view is taken, shape of the destination)
 LAYOUTS = {
@@ -75,9 +147,11 @@ def run_case(lib, src_dtype: str, dst_dtype: str, layout: str) -> np.ndarray:
         dst = whole.as_strided((64, 64), (64, 1), 3)
         dst.copy_(src.as_strided((64, 64), (1, 64), 5))
     else:
-        view = {"T": lambda t: t.T, "nhwc": lambda t: t.permute(0, 2, 3, 1), "step2": lambda t: t[::2, ::2]}.get(
-            how, lambda t: t
-        )(src)
+        view = {
+            "T": lambda t: t.T,
+            "nhwc": lambda t: t.permute(0, 2, 3, 1),
+            "step2": lambda t: t[::2, ::2],
+        }.get(how, lambda t: t)(src)
         dst = _make(lib, dst_shape, dst_dtype)
         dst.copy_(view)
     if is_torch:
@@ -89,7 +163,11 @@ def nan_positions(src_dtype: str, layout: str) -> np.ndarray:
     """For each destination element (in its contiguous order), whether its source value is a NaN."""
     shape, how, dst_shape = LAYOUTS[layout]
     buf = source_values(src_dtype, int(np.prod(shape))).reshape(shape)
-    nan = np.isnan(buf.astype(np.float64)) if buf.dtype.kind in "fV" or src_dtype == "bfloat16" else np.zeros(shape, bool)
+    nan = (
+        np.isnan(buf.astype(np.float64))
+        if buf.dtype.kind in "fV" or src_dtype == "bfloat16"
+        else np.zeros(shape, bool)
+    )
     view = {
         "T": lambda a: a.T,
         "nhwc": lambda a: a.transpose(0, 2, 3, 1),

@@ -12,9 +12,16 @@ import pytest
 import slimtensor as st
 
 PAIRS = [
-    ("float32", "float64"), ("float64", "float32"), ("int64", "float32"), ("float32", "int32"),
-    ("int32", "int64"), ("float32", "float16"), ("float16", "float32"), ("int16", "float64"),
-    ("float64", "float64"), ("complex64", "complex128"),
+    ("float32", "float64"),
+    ("float64", "float32"),
+    ("int64", "float32"),
+    ("float32", "int32"),
+    ("int32", "int64"),
+    ("float32", "float16"),
+    ("float16", "float32"),
+    ("int16", "float64"),
+    ("float64", "float64"),
+    ("complex64", "complex128"),
 ]
 
 
@@ -38,7 +45,9 @@ def test_misaligned_source_and_destination(src, dst, n):
     np.testing.assert_array_equal(b, np.full(n, a[0]).astype(dst))
 
 
-@pytest.mark.parametrize("src, dst", [("bfloat16", "float32"), ("float16", "float32"), ("float32", "bfloat16")])
+@pytest.mark.parametrize(
+    "src, dst", [("bfloat16", "float32"), ("float16", "float32"), ("float32", "bfloat16")]
+)
 def test_misaligned_streaming_conversion(src, dst):
     """Large enough for streaming stores (Note [Streaming stores]): the head before the aligned body."""
     n = 5 << 20

@@ -61,9 +61,13 @@ def wait_for_server(url: str, token: str, proc: subprocess.Popen, timeout: float
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("notebooks", nargs="*", default=[str(ROOT / "notebooks" / "01_strides_and_views.ipynb")])
+    parser.add_argument(
+        "notebooks", nargs="*", default=[str(ROOT / "notebooks" / "01_strides_and_views.ipynb")]
+    )
     parser.add_argument("--out-dir", default=str(ROOT / "build" / "browser-check"))
-    parser.add_argument("--timeout", type=float, default=420.0, help="seconds to wait for Run All, per notebook")
+    parser.add_argument(
+        "--timeout", type=float, default=420.0, help="seconds to wait for Run All, per notebook"
+    )
     args = parser.parse_args()
 
     from selenium import webdriver
@@ -164,9 +168,13 @@ def _check_notebook(browser, url: str, token: str, name: str, out_dir: Path, tim
     stem = Path(name).stem
     # a workspace of its own (reset): only this notebook is open, and it is the current widget
     browser.get(f"{url}/lab/workspaces/{stem}/tree/{name}?reset&token={token}")
-    _wait(browser, "return !!(window.jupyterapp && document.querySelector('.jp-NotebookPanel') && "
-          f"window.jupyterapp.shell.currentWidget && window.jupyterapp.shell.currentWidget.title.label === '{name}')",
-          60, "the notebook to open")
+    _wait(
+        browser,
+        "return !!(window.jupyterapp && document.querySelector('.jp-NotebookPanel') && "
+        f"window.jupyterapp.shell.currentWidget && window.jupyterapp.shell.currentWidget.title.label === '{name}')",
+        60,
+        "the notebook to open",
+    )
     kernel_idle = (
         "const w = window.jupyterapp.shell.currentWidget; return !!(w && w.sessionContext"
         " && w.sessionContext.session && w.sessionContext.session.kernel && "

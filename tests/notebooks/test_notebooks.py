@@ -132,10 +132,13 @@ def test_jupytext_sync_rewrites_no_tracked_file(tmp_path):
     for path in sorted(NOTEBOOKS.glob("*.py")) + sorted(NOTEBOOKS.glob("*.ipynb")):
         shutil.copy(path, tmp_path / path.name)
     for py in sorted(tmp_path.glob("*.py")):
-        proc = subprocess.run([sys.executable, "-m", "jupytext", "--sync", str(py)], capture_output=True,
-                              text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "jupytext", "--sync", str(py)], capture_output=True, text=True, timeout=120
+        )
         assert proc.returncode == 0, proc.stderr
-    changed = [p.name for p in sorted(tmp_path.iterdir()) if p.read_bytes() != (NOTEBOOKS / p.name).read_bytes()]
+    changed = [
+        p.name for p in sorted(tmp_path.iterdir()) if p.read_bytes() != (NOTEBOOKS / p.name).read_bytes()
+    ]
     assert changed == [], f"jupytext --sync rewrites {changed}: fix their jupytext header metadata"
 
 

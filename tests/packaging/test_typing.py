@@ -30,9 +30,22 @@ def test_the_typed_script_runs():
 def test_mypy_accepts_typed_user_code(tmp_path):
     pytest.importorskip("mypy", reason="mypy is in requirements/test.txt")
     proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent", "--strict-optional",
-         "--cache-dir", str(tmp_path / "cache"), str(SCRIPT)],
-        capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--no-incremental",
+            "--follow-imports=silent",
+            "--strict-optional",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            str(SCRIPT),
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=tmp_path,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -43,7 +56,11 @@ def test_mypy_rejects_what_fails_at_run_time(tmp_path):
     bad.write_text("import slimtensor as st\nt = st.ones(2)\nu = t + 1\ns = t.sum()\n")
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent", str(bad)],
-        capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=300,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=tmp_path,
+        timeout=300,
     )
     assert proc.returncode == 1, proc.stdout
     assert 'Unsupported operand types for + ("Tensor" and "int")' in proc.stdout
@@ -55,11 +72,19 @@ def test_basedpyright_accepts_typed_user_code(tmp_path):
     if exe is None:
         pytest.skip("basedpyright is in requirements/test.txt (PyPI's basedpyright ships its own node)")
     config = tmp_path / "pyrightconfig.json"
-    settings = {"typeCheckingMode": "standard", "extraPaths": [str(PYDIR)], "reportMissingModuleSource": False}
+    settings = {
+        "typeCheckingMode": "standard",
+        "extraPaths": [str(PYDIR)],
+        "reportMissingModuleSource": False,
+    }
     config.write_text(json.dumps(settings))
     shutil.copy(SCRIPT, tmp_path / "user_script.py")
-    proc = subprocess.run([exe, "--project", str(config), "--pythonpath", sys.executable,
-                           str(tmp_path / "user_script.py")],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    proc = subprocess.run(
+        [exe, "--project", str(config), "--pythonpath", sys.executable, str(tmp_path / "user_script.py")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 errors" in proc.stdout

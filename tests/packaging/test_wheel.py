@@ -24,9 +24,21 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     out = tmp_path_factory.mktemp("dist")
     # A build folder of its own, kept between runs (incremental), apart from the editable build's.
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps",
-         "-Cbuild-dir=build/wheel-{wheel_tag}", "-w", str(out), str(CORE)],
-        check=True, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-build-isolation",
+            "--no-deps",
+            "-Cbuild-dir=build/wheel-{wheel_tag}",
+            "-w",
+            str(out),
+            str(CORE),
+        ],
+        check=True,
+        cwd=ROOT,
     )
     (path,) = out.glob("slimtensor_core-*.whl")
     return path
@@ -53,11 +65,19 @@ def test_fresh_environment_install_and_cmake_consumer(wheel: pathlib.Path, tmp_p
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)], check=True)
-    info = subprocess.run([str(env_dir / "bin" / "slimtensor"), "info"], check=True, capture_output=True, text=True)
+    subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)], check=True
+    )
+    info = subprocess.run(
+        [str(env_dir / "bin" / "slimtensor"), "info"], check=True, capture_output=True, text=True
+    )
     assert "cpu" in info.stdout and "slimtensor 0.1.0" in info.stdout
-    prefix = subprocess.run([str(py), "-c", "import slimtensor; print(slimtensor.cmake_prefix())"],
-                            check=True, capture_output=True, text=True).stdout.strip()
+    prefix = subprocess.run(
+        [str(py), "-c", "import slimtensor; print(slimtensor.cmake_prefix())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     assert pathlib.Path(prefix, "py.typed").exists() and pathlib.Path(prefix, "_C.pyi").exists()
 
     cmake = shutil.which("cmake") or str(pathlib.Path(sys.executable).parent / "cmake")
@@ -77,27 +97,40 @@ def test_fresh_environment_install_and_cmake_consumer(wheel: pathlib.Path, tmp_p
         "  return 0;\n}\n"
     )
     build = tmp_path / "consumer-build"
-    subprocess.run([cmake, "-S", str(src), "-B", str(build), f"-DCMAKE_PREFIX_PATH={prefix}"], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [cmake, "-S", str(src), "-B", str(build), f"-DCMAKE_PREFIX_PATH={prefix}"],
+        check=True,
+        capture_output=True,
+    )
     subprocess.run([cmake, "--build", str(build)], check=True, capture_output=True)
     run = subprocess.run([str(build / "consumer")], check=True, capture_output=True, text=True)
     assert run.stdout.split() == ["3", "1", "0"]
 
 
-def test_fresh_environment_gives_plugins_the_header_only_target(wheel: pathlib.Path, tmp_path: pathlib.Path) -> None:
+def test_fresh_environment_gives_plugins_the_header_only_target(
+    wheel: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
     """A plugin finds the core through the `cmake.prefix` entry point (as scikit-build-core does) and builds
     against slimtensor::plugin_headers: the C headers only, no C++ header, nothing linked."""
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)], check=True)
+    subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)], check=True
+    )
     # What scikit-build-core's builder does: load each cmake.prefix entry point, add files(module) to the prefix.
     prefix = subprocess.run(
-        [str(py), "-c",
-         "from importlib.metadata import entry_points; from importlib.resources import files\n"
-         "(ep,) = [e for e in entry_points(group='cmake.prefix') if e.name == 'slimtensor']\n"
-         "print(files(ep.load()))"],
-        check=True, capture_output=True, text=True).stdout.strip()
+        [
+            str(py),
+            "-c",
+            "from importlib.metadata import entry_points; from importlib.resources import files\n"
+            "(ep,) = [e for e in entry_points(group='cmake.prefix') if e.name == 'slimtensor']\n"
+            "print(files(ep.load()))",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     assert pathlib.Path(prefix, "lib", "cmake", "slimtensor", "slimtensorConfig.cmake").exists()
 
     cmake = shutil.which("cmake") or str(pathlib.Path(sys.executable).parent / "cmake")
@@ -121,16 +154,24 @@ def test_fresh_environment_gives_plugins_the_header_only_target(wheel: pathlib.P
     )
     (src / "mistake.c").write_text('#include "slimtensor/tensor/tensor.h"\n')
     build = tmp_path / "plugin-build"
-    conf = subprocess.run([cmake, "-S", str(src), "-B", str(build), f"-DCMAKE_PREFIX_PATH={prefix}"],
-                          capture_output=True, text=True)
+    conf = subprocess.run(
+        [cmake, "-S", str(src), "-B", str(build), f"-DCMAKE_PREFIX_PATH={prefix}"],
+        capture_output=True,
+        text=True,
+    )
     assert conf.returncode == 0, conf.stdout + conf.stderr
     assert "plugin_headers links: _libs-NOTFOUND" in conf.stdout
-    built = subprocess.run([cmake, "--build", str(build), "--target", "plugin"], capture_output=True, text=True)
+    built = subprocess.run(
+        [cmake, "--build", str(build), "--target", "plugin"], capture_output=True, text=True
+    )
     assert built.returncode == 0, built.stdout + built.stderr
     (module,) = build.glob("*plugin.so")
     if shutil.which("readelf"):
-        dynamic = subprocess.run(["readelf", "-d", str(module)], check=True, capture_output=True, text=True).stdout
+        dynamic = subprocess.run(
+            ["readelf", "-d", str(module)], check=True, capture_output=True, text=True
+        ).stdout
         assert "libslimtensor" not in dynamic
-    mistake = subprocess.run([cmake, "--build", str(build), "--target", "cxx_by_mistake"], capture_output=True,
-                             text=True)
+    mistake = subprocess.run(
+        [cmake, "--build", str(build), "--target", "cxx_by_mistake"], capture_output=True, text=True
+    )
     assert mistake.returncode != 0 and "tensor.h" in mistake.stdout + mistake.stderr

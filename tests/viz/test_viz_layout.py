@@ -169,10 +169,12 @@ def _drawn_texts(fig):
 
 @pytest.mark.parametrize(
     "make",
-    [lambda: st.arange(12, dtype=st.float32).reshape(3, 4)[:, ::2],
-     lambda: st.arange(24, dtype=st.float32).reshape(2, 3, 4).permute(2, 0, 1),
-     lambda: st.arange(3, dtype=st.float32).expand(4, 3),
-     lambda: st.zeros((1024, 1024), dtype=st.float32)[::2, 8:]],
+    [
+        lambda: st.arange(12, dtype=st.float32).reshape(3, 4)[:, ::2],
+        lambda: st.arange(24, dtype=st.float32).reshape(2, 3, 4).permute(2, 0, 1),
+        lambda: st.arange(3, dtype=st.float32).expand(4, 3),
+        lambda: st.zeros((1024, 1024), dtype=st.float32)[::2, 8:],
+    ],
     ids=["slice", "rank3", "expand", "large"],
 )
 def test_no_text_is_smaller_than_the_readable_minimum(make):
@@ -195,7 +197,9 @@ def test_large_grid_labels_fit_inside_their_cells():
     assert len(labels) == len(cells) == 36 and max(len(t.get_text()) for t in labels) == 7  # 1047551
     for cell, label in zip(cells, labels, strict=True):
         box, text = cell.get_window_extent(r), label.get_window_extent(r)
-        assert box.x0 <= text.x0 and text.x1 <= box.x1 and box.y0 <= text.y0 and text.y1 <= box.y1, label.get_text()
+        assert box.x0 <= text.x0 and text.x1 <= box.x1 and box.y0 <= text.y0 and text.y1 <= box.y1, (
+            label.get_text()
+        )
 
 
 def test_element_colours_are_distinct_for_the_first_24_elements():
@@ -208,7 +212,7 @@ def test_element_colours_are_distinct_for_the_first_24_elements():
         d = [(x - y) * 255 for x, y in zip(a, b, strict=True)]
         return ((2 + r / 256) * d[0] ** 2 + 4 * d[1] ** 2 + (3 - r / 256) * d[2] ** 2) ** 0.5
 
-    worst = min(distance(a, b) for i, a in enumerate(colours) for b in colours[i + 1:])
+    worst = min(distance(a, b) for i, a in enumerate(colours) for b in colours[i + 1 :])
     assert worst > 60, worst
     assert element_colour(0) != element_colour(8) and element_colour(0) == element_colour(24)
     white = min(distance(c, (1.0, 1.0, 1.0)) for c in colours)

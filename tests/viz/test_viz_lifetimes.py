@@ -113,8 +113,11 @@ def test_labels_never_overlap_and_stay_inside_the_figure():
         assert fig.get_figwidth() <= 9.6  # a notebook's output area: wider pictures get cut there
         width, height = fig.bbox.width, fig.bbox.height
         for k, (text, box) in enumerate(boxes):
-            assert box.x0 >= -1 and box.y0 >= -1 and box.x1 <= width + 1 and box.y1 <= height + 1, (axis, text)
-            for other, obox in boxes[k + 1:]:
+            assert box.x0 >= -1 and box.y0 >= -1 and box.x1 <= width + 1 and box.y1 <= height + 1, (
+                axis,
+                text,
+            )
+            for other, obox in boxes[k + 1 :]:
                 assert not box.overlaps(obox), (axis, text, other)
     del c
 
@@ -138,8 +141,17 @@ def test_the_event_order_axis_is_the_default_when_wall_time_is_mostly_idle():
     top = [a for a in ax.child_axes if "wall time" in a.get_xlabel()]
     assert top and all(t.get_text().endswith(("µs", "ms", "s")) for t in top[0].get_xticklabels())
     busy = Trace.from_records(
-        [{"kind": "storage_alloc", "time_ns": 100 * i, "id": i + 1, "bytes": 4, "device": "cpu", "owning": True}
-         for i in range(6)]
+        [
+            {
+                "kind": "storage_alloc",
+                "time_ns": 100 * i,
+                "id": i + 1,
+                "bytes": 4,
+                "device": "cpu",
+                "owning": True,
+            }
+            for i in range(6)
+        ]
     )
     assert st.viz.lifetimes(busy).slimtensor_axis == "time"
     assert st.viz.lifetimes(tr, axis="time").slimtensor_axis == "time"
@@ -148,7 +160,14 @@ def test_the_event_order_axis_is_the_default_when_wall_time_is_mostly_idle():
     del c
 
 
-@pytest.mark.parametrize("n,word,expected", [(1, "copy", "1 copy"), (2, "copy", "2 copies"),
-                                             (0, "storage", "0 storages"), (1, "storage", "1 storage")])
+@pytest.mark.parametrize(
+    "n,word,expected",
+    [
+        (1, "copy", "1 copy"),
+        (2, "copy", "2 copies"),
+        (0, "storage", "0 storages"),
+        (1, "storage", "1 storage"),
+    ],
+)
 def test_plural(n, word, expected):
     assert plural(n, word) == expected

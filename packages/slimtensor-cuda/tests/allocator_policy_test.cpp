@@ -25,8 +25,8 @@ struct Failure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-#define CHECK(cond)                                                                          \
-  do {                                                                                       \
+#define CHECK(cond)                                                                                \
+  do {                                                                                             \
     if (!(cond)) throw Failure(std::string(__FILE__ ":") + std::to_string(__LINE__) + ": " #cond); \
   } while (0)
 #define CHECK_EQ(a, b)                                                                              \
@@ -233,7 +233,7 @@ void event_failure_keeps_block_out_of_use() {
   std::string err;
   CHECK(a.record_stream(p, S2, &err));
   be.fail_events = true;
-  CHECK(a.free(p, S1, &err));  // free never fails ...
+  CHECK(a.free(p, S1, &err));                               // free never fails ...
   CHECK(err.find("kept out of use") != std::string::npos);  // ... but says what happened
   be.fail_events = false;
   CHECK_EQ(a.stats().lost_blocks, int64_t{1});
@@ -304,7 +304,7 @@ void oom_frees_cache_and_retries_once() {
   HostMemoryBackend be(24 * MiB);
   DeviceCachingAllocator a(0, &be, AllocatorConfig{});
   void* p = must_alloc(a, 16 * MiB, S1);
-  must_free(a, p, S1);  // 16 MiB cached
+  must_free(a, p, S1);                    // 16 MiB cached
   void* q = must_alloc(a, 20 * MiB, S1);  // fits only once the cache is given back
   const AllocatorStats s = a.stats();
   CHECK_EQ(s.raw_mallocs, int64_t{2});
@@ -339,7 +339,7 @@ void oom_fails_cleanly_and_stays_usable() {
   std::string err;
   CHECK(a.allocate(32 * MiB, S1, &p, &err) == AllocStatus::OutOfMemory);
   CHECK(p == nullptr);
-  CHECK(err.find("32.00 MiB") != std::string::npos);   // the size requested
+  CHECK(err.find("32.00 MiB") != std::string::npos);          // the size requested
   CHECK(err.find("2.00 MiB reserved") != std::string::npos);  // what is reserved
   CHECK(err.find("1.00 KiB is allocated") != std::string::npos);
   CHECK(err.find("SLIMTENSOR_CUDA_ALLOC_CONF") != std::string::npos);
@@ -389,7 +389,7 @@ void statistics_and_peaks() {
 void empty_cache_keeps_segments_in_use() {
   HostMemoryBackend be(64 * MiB);
   DeviceCachingAllocator a(0, &be, AllocatorConfig{});
-  void* p = must_alloc(a, 1000, S1);   // segment A (small), in use
+  void* p = must_alloc(a, 1000, S1);     // segment A (small), in use
   void* q = must_alloc(a, 3 * MiB, S1);  // segment B (large)
   must_free(a, q, S1);
   std::string err;

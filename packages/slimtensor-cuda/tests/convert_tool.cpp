@@ -9,10 +9,21 @@
 
 static int itemsize(int c) {
   switch (c) {
-    case 0: case 1: case 11: return 1;
-    case 2: case 5: case 15: case 27: return 2;
-    case 3: case 6: case 8: case 28: return 4;
-    case 4: case 7: case 9: case 29: return 8;
+    case 0:
+    case 1:
+    case 11: return 1;
+    case 2:
+    case 5:
+    case 15:
+    case 27: return 2;
+    case 3:
+    case 6:
+    case 8:
+    case 28: return 4;
+    case 4:
+    case 7:
+    case 9:
+    case 29: return 8;
     case 10: return 16;
     default: return 0;
   }

@@ -1,4 +1,5 @@
-// tests/aoti/cpp/check_throws.cpp: aoti_torch_check throws std::runtime_error (as libtorch's does); other shims return codes.
+// tests/aoti/cpp/check_throws.cpp: aoti_torch_check throws std::runtime_error (as libtorch's does); other shims return
+// codes.
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>

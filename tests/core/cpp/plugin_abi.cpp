@@ -35,28 +35,28 @@ using namespace slimtensor;
 namespace {
 
 int g_checks = 0, g_failed = 0;
-#define CHECK(cond)                                                           \
-  do {                                                                        \
-    ++g_checks;                                                               \
-    if (!(cond)) {                                                            \
-      ++g_failed;                                                             \
-      std::printf("FAILED %s:%d: %s\n", __FILE__, __LINE__, #cond);           \
-    }                                                                         \
+#define CHECK(cond)                                                 \
+  do {                                                              \
+    ++g_checks;                                                     \
+    if (!(cond)) {                                                  \
+      ++g_failed;                                                   \
+      std::printf("FAILED %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                               \
   } while (0)
-#define CHECK_THROWS_WITH(stmt, text)                                                                  \
-  do {                                                                                                 \
-    ++g_checks;                                                                                        \
-    std::string what_;                                                                                 \
-    try {                                                                                              \
-      stmt;                                                                                            \
-    } catch (const std::exception& e) {                                                                \
-      what_ = e.what();                                                                                \
-    }                                                                                                  \
-    if (what_.find(text) == std::string::npos) {                                                       \
-      ++g_failed;                                                                                      \
-      std::printf("FAILED %s:%d: %s should throw with '%s' but got '%s'\n", __FILE__, __LINE__, #stmt, \
-                  text, what_.c_str());                                                                \
-    }                                                                                                  \
+#define CHECK_THROWS_WITH(stmt, text)                                                                        \
+  do {                                                                                                       \
+    ++g_checks;                                                                                              \
+    std::string what_;                                                                                       \
+    try {                                                                                                    \
+      stmt;                                                                                                  \
+    } catch (const std::exception& e) {                                                                      \
+      what_ = e.what();                                                                                      \
+    }                                                                                                        \
+    if (what_.find(text) == std::string::npos) {                                                             \
+      ++g_failed;                                                                                            \
+      std::printf("FAILED %s:%d: %s should throw with '%s' but got '%s'\n", __FILE__, __LINE__, #stmt, text, \
+                  what_.c_str());                                                                            \
+    }                                                                                                        \
   } while (0)
 
 // ---- tokdev: ABI 1.1 with token handles -------------------------------------------------------------
@@ -75,8 +75,8 @@ std::map<uintptr_t, Block> g_blocks;  // token -> memory
 uintptr_t g_next_token = 1;
 int32_t g_current[1] = {0};  // per thread would be right; one host thread here
 struct Counts {
-  int alloc = 0, free = 0, from_host = 0, to_host = 0, on_device = 0, strided = 0, fill = 0, sync = 0,
-      events = 0, waits = 0, non_blocking = 0, current_stream_calls = 0;
+  int alloc = 0, free = 0, from_host = 0, to_host = 0, on_device = 0, strided = 0, fill = 0, sync = 0, events = 0,
+      waits = 0, non_blocking = 0, current_stream_calls = 0;
   std::vector<void*> free_streams;
 } g_n;
 int g_stream_a, g_stream_b;  // two streams per process: their addresses are the stream values
@@ -110,8 +110,14 @@ unsigned char* resolve(st_memory_ref r, uint64_t n) {
 bool valid_stream(void* s) { return s == ST_STREAM_CURRENT || s == &g_stream_a || s == &g_stream_b; }
 
 const char* tok_unavailable(void*) { return nullptr; }
-int tok_count(void*, int32_t* n) { *n = kTokCount; return 0; }
-int tok_sync_device(void*, int32_t) { ++g_n.sync; return 0; }
+int tok_count(void*, int32_t* n) {
+  *n = kTokCount;
+  return 0;
+}
+int tok_sync_device(void*, int32_t) {
+  ++g_n.sync;
+  return 0;
+}
 int tok_current_stream(void*, int32_t, void** s) {
   ++g_n.current_stream_calls;
   *s = &g_stream_a;
@@ -196,13 +202,19 @@ int tok_sync_stream(void*, int32_t, void* stream) {
   ++g_n.sync;
   return 0;
 }
-int tok_get_device(void*, int32_t* index) { *index = g_current[0]; return 0; }
+int tok_get_device(void*, int32_t* index) {
+  *index = g_current[0];
+  return 0;
+}
 int tok_set_device(void*, int32_t index) {
   if (index < 0 || index >= kTokCount) return tok_fail("tokdev set_current_device: bad index");
   g_current[0] = index;
   return 0;
 }
-int tok_event_create(void*, int32_t, void** e) { *e = new int(0); return 0; }
+int tok_event_create(void*, int32_t, void** e) {
+  *e = new int(0);
+  return 0;
+}
 void tok_event_destroy(void*, int32_t, void* e) { delete static_cast<int*>(e); }
 int tok_event_record(void*, int32_t, void* e, void* s) {
   if (!valid_stream(s)) return tok_fail("tokdev event_record: unknown stream");
@@ -271,12 +283,34 @@ int tok_init(const st_core_table* core, const st_device_table** out) {
 struct OldCounts {
   int alloc = 0, free = 0, h2d = 0, d2h = 0, d2d = 0;
 } g_old;
-int old_count(void*, int32_t* n) { *n = 1; return 0; }
-int old_alloc(void*, int32_t, uint64_t n, void** out) { *out = std::malloc(n); ++g_old.alloc; return *out ? 0 : 1; }
-void old_free(void*, int32_t, void* p, uint64_t) { std::free(p); ++g_old.free; }
-int old_h2d(void*, int32_t, void* d, const void* s, uint64_t n) { std::memcpy(d, s, n); ++g_old.h2d; return 0; }
-int old_d2h(void*, int32_t, void* d, const void* s, uint64_t n) { std::memcpy(d, s, n); ++g_old.d2h; return 0; }
-int old_d2d(void*, int32_t, void* d, int32_t, const void* s, uint64_t n) { std::memmove(d, s, n); ++g_old.d2d; return 0; }
+int old_count(void*, int32_t* n) {
+  *n = 1;
+  return 0;
+}
+int old_alloc(void*, int32_t, uint64_t n, void** out) {
+  *out = std::malloc(n);
+  ++g_old.alloc;
+  return *out ? 0 : 1;
+}
+void old_free(void*, int32_t, void* p, uint64_t) {
+  std::free(p);
+  ++g_old.free;
+}
+int old_h2d(void*, int32_t, void* d, const void* s, uint64_t n) {
+  std::memcpy(d, s, n);
+  ++g_old.h2d;
+  return 0;
+}
+int old_d2h(void*, int32_t, void* d, const void* s, uint64_t n) {
+  std::memcpy(d, s, n);
+  ++g_old.d2h;
+  return 0;
+}
+int old_d2d(void*, int32_t, void* d, int32_t, const void* s, uint64_t n) {
+  std::memmove(d, s, n);
+  ++g_old.d2d;
+  return 0;
+}
 const char* old_last_error(void*) { return "olddev failed"; }
 // A 1.0 plugin's table is only ST_DEVICE_TABLE_SIZE_1_0 bytes: anything after it is another object, here
 // filled with garbage so that a core reading a 1.1 field of it would crash or fail.
@@ -308,23 +342,45 @@ int old_init(const st_core_table*, const st_device_table** out) {
 // ---- refused tables ---------------------------------------------------------------------------------
 st_device_table g_bad[6];
 int bad_major(const st_core_table* c, const st_device_table** o) {
-  fill_tok_table(g_bad[0]); g_bad[0].abi_major = 2; g_bad[0].name = "bad_major"; *o = &g_bad[0]; (void)c; return 0;
+  fill_tok_table(g_bad[0]);
+  g_bad[0].abi_major = 2;
+  g_bad[0].name = "bad_major";
+  *o = &g_bad[0];
+  (void)c;
+  return 0;
 }
 int bad_minor(const st_core_table* c, const st_device_table** o) {
-  fill_tok_table(g_bad[1]); g_bad[1].abi_minor = static_cast<uint16_t>(c->abi_minor + 1); g_bad[1].name = "bad_minor";
-  *o = &g_bad[1]; return 0;
+  fill_tok_table(g_bad[1]);
+  g_bad[1].abi_minor = static_cast<uint16_t>(c->abi_minor + 1);
+  g_bad[1].name = "bad_minor";
+  *o = &g_bad[1];
+  return 0;
 }
 int small_1_1(const st_core_table*, const st_device_table** o) {
-  fill_tok_table(g_bad[2]); g_bad[2].struct_size = ST_DEVICE_TABLE_SIZE_1_1 - 8; g_bad[2].name = "small_1_1";
-  g_bad[2].device_type = 40; *o = &g_bad[2]; return 0;
+  fill_tok_table(g_bad[2]);
+  g_bad[2].struct_size = ST_DEVICE_TABLE_SIZE_1_1 - 8;
+  g_bad[2].name = "small_1_1";
+  g_bad[2].device_type = 40;
+  *o = &g_bad[2];
+  return 0;
 }
 int small_1_0(const st_core_table*, const st_device_table** o) {
-  fill_tok_table(g_bad[3]); g_bad[3].abi_minor = 0; g_bad[3].struct_size = ST_DEVICE_TABLE_SIZE_1_0 - 8;
-  g_bad[3].name = "small_1_0"; g_bad[3].device_type = 41; *o = &g_bad[3]; return 0;
+  fill_tok_table(g_bad[3]);
+  g_bad[3].abi_minor = 0;
+  g_bad[3].struct_size = ST_DEVICE_TABLE_SIZE_1_0 - 8;
+  g_bad[3].name = "small_1_0";
+  g_bad[3].device_type = 41;
+  *o = &g_bad[3];
+  return 0;
 }
 int missing_1_1(const st_core_table*, const st_device_table** o) {
-  fill_tok_table(g_bad[4]); g_bad[4].copy_to_host = nullptr; g_bad[4].event_record = nullptr;
-  g_bad[4].name = "missing_1_1"; g_bad[4].device_type = 42; *o = &g_bad[4]; return 0;
+  fill_tok_table(g_bad[4]);
+  g_bad[4].copy_to_host = nullptr;
+  g_bad[4].event_record = nullptr;
+  g_bad[4].name = "missing_1_1";
+  g_bad[4].device_type = 42;
+  *o = &g_bad[4];
+  return 0;
 }
 int init_fails(const st_core_table*, const st_device_table**) { return 7; }
 
@@ -520,9 +576,12 @@ void test_opaque_device() {
 
     // The allocator's statistics, and device memory counted per type.
     int blocks = -1;
-    CHECK(allocator_stats(tok0, [](void* u, const char* k, int64_t v) {
-      if (std::string(k) == "blocks") *static_cast<int*>(u) = static_cast<int>(v);
-    }, &blocks));
+    CHECK(allocator_stats(
+        tok0,
+        [](void* u, const char* k, int64_t v) {
+          if (std::string(k) == "blocks") *static_cast<int*>(u) = static_cast<int>(v);
+        },
+        &blocks));
     CHECK(blocks > 0);
     CHECK(memory_stats(kTokType).live_bytes > 0);
   }

@@ -22,15 +22,15 @@
 using namespace slimtensor_metal;
 
 static int g_failed = 0, g_checks = 0;
-#define CHECK(c)                                                                                            \
-  do {                                                                                                      \
-    ++g_checks;                                                                                             \
-    if (!(c)) {                                                                                             \
-      std::printf("  FAILED %s:%d: %s (plugin: %s | core: %s)\n", __FILE__, __LINE__, #c, last_error(),   \
-                  slimtensor_last_error());                                                                 \
-      g_failed++;                                                                                           \
-      return;                                                                                               \
-    }                                                                                                       \
+#define CHECK(c)                                                                                        \
+  do {                                                                                                  \
+    ++g_checks;                                                                                         \
+    if (!(c)) {                                                                                         \
+      std::printf("  FAILED %s:%d: %s (plugin: %s | core: %s)\n", __FILE__, __LINE__, #c, last_error(), \
+                  slimtensor_last_error());                                                             \
+      g_failed++;                                                                                       \
+      return;                                                                                           \
+    }                                                                                                   \
   } while (0)
 #define HAS(msg, sub) (std::strstr((msg), (sub)) != nullptr)
 
@@ -128,7 +128,8 @@ static void test_real_core_allocates_through_the_plugin() {
   // A [2,3] @ [3,2] on mps: the core allocates (allocate_v2), uploads (copy_from_host), the shim reads the
   // handles through slimtensor_aoti_get_memory_ref, and the result comes back through copy_to_host.
   AtenTensorHandle a_cpu = cpu_from({1, 2, 3, 4, 5, 6}, {2, 3}), b_cpu = cpu_from({1, 0, 0, 1, 1, 1}, {3, 2});
-  AtenTensorHandle a = empty({2, 3}, kMpsDeviceType), b = empty({3, 2}, kMpsDeviceType), o = empty({2, 2}, kMpsDeviceType);
+  AtenTensorHandle a = empty({2, 3}, kMpsDeviceType), b = empty({3, 2}, kMpsDeviceType),
+                   o = empty({2, 2}, kMpsDeviceType);
   CHECK(a_cpu && b_cpu && a && b && o);
   CHECK(ctx->live_buffers() == before + 3);
   void* p = nullptr;

@@ -277,10 +277,10 @@ int matmul(void*, void* c, const mtlb_matmul_desc* d, char* e, size_t n) {
   return 0;
 }
 
-const mtlb_api kApi = {release,    create_device, device_name, max_len,      new_buffer,   contents_of, length_of,
-                       is_shared,  new_queue,     new_cb,      commit,       wait,         status,      blit_copy,
-                       blit_fill,  compile,       new_pipeline, new_encoder, set_pipeline, set_buffer,  set_bytes,
-                       dispatch,   end_encoding,  new_event,   signaled,     signal,       wait_event,  matmul};
+const mtlb_api kApi = {release,   create_device, device_name,  max_len,     new_buffer,   contents_of, length_of,
+                       is_shared, new_queue,     new_cb,       commit,      wait,         status,      blit_copy,
+                       blit_fill, compile,       new_pipeline, new_encoder, set_pipeline, set_buffer,  set_bytes,
+                       dispatch,  end_encoding,  new_event,    signaled,    signal,       wait_event,  matmul};
 
 }  // namespace
 

@@ -23,9 +23,9 @@ using Kernel = std::function<void(const Args&, uint64_t gid, uint64_t nthreads)>
 
 const mtlb_api* api();
 void register_kernel(const std::string& name, Kernel k);
-int64_t live_objects();       // every object handed out and not released
-int64_t live_buffers();       // of those, buffers
-int64_t buffers_created();    // newBuffer calls that succeeded
+int64_t live_objects();     // every object handed out and not released
+int64_t live_buffers();     // of those, buffers
+int64_t buffers_created();  // newBuffer calls that succeeded
 int64_t command_buffers_run();
 void set_fail_new_buffer(int after);  // the n-th next new_buffer fails (0: never)
 void set_no_device(bool v);

@@ -21,17 +21,17 @@
 using namespace slimtensor_metal;
 
 static int g_failed = 0;
-#define CHECK(c)                                                                              \
-  do {                                                                                        \
-    if (!(c)) {                                                                               \
+#define CHECK(c)                                                                                  \
+  do {                                                                                            \
+    if (!(c)) {                                                                                   \
       std::printf("  FAILED %s:%d: %s (last error: %s)\n", __FILE__, __LINE__, #c, last_error()); \
-      g_failed++;                                                                             \
-      return;                                                                                 \
-    }                                                                                         \
+      g_failed++;                                                                                 \
+      return;                                                                                     \
+    }                                                                                             \
   } while (0)
-#define CHECK_ERR(c, substr) \
-  do {                       \
-    CHECK((c) != 0);         \
+#define CHECK_ERR(c, substr)                             \
+  do {                                                   \
+    CHECK((c) != 0);                                     \
     CHECK(std::strstr(last_error(), substr) != nullptr); \
   } while (0)
 
@@ -90,12 +90,30 @@ struct FakeTensor {
 };
 static FakeTensor* F(AtenTensorHandle t) { return reinterpret_cast<FakeTensor*>(t); }
 static AtenTensorHandle H(FakeTensor* t) { return reinterpret_cast<AtenTensorHandle>(t); }
-static AOTITorchError g_dtype(AtenTensorHandle t, int32_t* o) { *o = F(t)->dtype; return 0; }
-static AOTITorchError g_dev(AtenTensorHandle t, int32_t* o) { *o = F(t)->device_type; return 0; }
-static AOTITorchError g_idx(AtenTensorHandle t, int32_t* o) { *o = F(t)->device_index; return 0; }
-static AOTITorchError g_dim(AtenTensorHandle t, int64_t* o) { *o = static_cast<int64_t>(F(t)->sizes.size()); return 0; }
-static AOTITorchError g_sizes(AtenTensorHandle t, int64_t** o) { *o = F(t)->sizes.data(); return 0; }
-static AOTITorchError g_strides(AtenTensorHandle t, int64_t** o) { *o = F(t)->strides.data(); return 0; }
+static AOTITorchError g_dtype(AtenTensorHandle t, int32_t* o) {
+  *o = F(t)->dtype;
+  return 0;
+}
+static AOTITorchError g_dev(AtenTensorHandle t, int32_t* o) {
+  *o = F(t)->device_type;
+  return 0;
+}
+static AOTITorchError g_idx(AtenTensorHandle t, int32_t* o) {
+  *o = F(t)->device_index;
+  return 0;
+}
+static AOTITorchError g_dim(AtenTensorHandle t, int64_t* o) {
+  *o = static_cast<int64_t>(F(t)->sizes.size());
+  return 0;
+}
+static AOTITorchError g_sizes(AtenTensorHandle t, int64_t** o) {
+  *o = F(t)->sizes.data();
+  return 0;
+}
+static AOTITorchError g_strides(AtenTensorHandle t, int64_t** o) {
+  *o = F(t)->strides.data();
+  return 0;
+}
 static AOTITorchError g_ref(AtenTensorHandle t, st_memory_ref* r) {
   if (!F(t)->has_ref) return 1;
   *r = {F(t)->buffer, F(t)->offset, 0, 0};
@@ -188,7 +206,7 @@ static void test_device_table() {
   fill_device_table(&t, c.ctx);
   CHECK(t.device_type == kMpsDeviceType && t.device_type == aoti_torch_device_type_mps());
   CHECK(t.dlpack_device_type == 8);
-  CHECK(t.memory_flags == ST_DEVICE_MEMORY_HOST_VISIBLE);  // not addressable: MTLBuffer handles
+  CHECK(t.memory_flags == ST_DEVICE_MEMORY_HOST_VISIBLE);                   // not addressable: MTLBuffer handles
   CHECK(t.stream_to_dlpack == nullptr && t.stream_from_dlpack == nullptr);  // kDLMetal has no stream
   CHECK(t.allocate == nullptr && t.allocate_v2 && t.free_v2 && t.copy_strided_v2 && t.fill_v2 && t.event_create);
   CHECK(t.struct_size >= ST_DEVICE_TABLE_SIZE_1_1 && t.abi_minor == 1);
@@ -334,9 +352,9 @@ static void test_copies_and_fill() {
   std::vector<uint8_t> in(64), out(64);
   for (int i = 0; i < 64; ++i) in[i] = static_cast<uint8_t>(i);
   CHECK(c.ctx->copy_from_host(ref(a), in.data(), 64, ST_STREAM_CURRENT) == 0);
-  CHECK(c.ctx->copy_on_device(ref(b), ref(a), 64, ST_STREAM_CURRENT) == 0);  // aligned: a blit
+  CHECK(c.ctx->copy_on_device(ref(b), ref(a), 64, ST_STREAM_CURRENT) == 0);       // aligned: a blit
   CHECK(c.ctx->copy_on_device(ref(b, 1), ref(a, 3), 5, ST_STREAM_CURRENT) == 0);  // unaligned: the kernel
-  CHECK(c.ctx->copy_to_host(out.data(), ref(b), 64, ST_STREAM_CURRENT) == 0);  // waits first
+  CHECK(c.ctx->copy_to_host(out.data(), ref(b), 64, ST_STREAM_CURRENT) == 0);     // waits first
   CHECK(out[0] == 0 && out[1] == 3 && out[5] == 7 && out[6] == 6 && out[63] == 63);
   const uint16_t p16 = 0xABCD;
   CHECK(c.ctx->fill(ref(a, 2), 6, &p16, 2, ST_STREAM_CURRENT) == 0);  // a pattern: the fill kernel
@@ -698,16 +716,26 @@ static void test_matmul_fallbacks() {
   Ctx c;
   // A [2,3] as a transposed view of a [3,2] buffer; B [3,2] non-dense (every other column of [3,4]).
   void *abuf, *bbuf, *obuf, *bias;
-  CHECK(c.ctx->allocate(0, 6 * 4, ST_STREAM_CURRENT, &abuf) == 0 && c.ctx->allocate(0, 12 * 4, ST_STREAM_CURRENT, &bbuf) == 0);
-  CHECK(c.ctx->allocate(0, 4 * 4 * 2, ST_STREAM_CURRENT, &obuf) == 0 && c.ctx->allocate(0, 2 * 4, ST_STREAM_CURRENT, &bias) == 0);
-  put_f32(c.ctx, abuf, {1, 4, 2, 5, 3, 6});  // stored [3,2]; A = its transpose = [[1,2,3],[4,5,6]]
+  CHECK(c.ctx->allocate(0, 6 * 4, ST_STREAM_CURRENT, &abuf) == 0 &&
+        c.ctx->allocate(0, 12 * 4, ST_STREAM_CURRENT, &bbuf) == 0);
+  CHECK(c.ctx->allocate(0, 4 * 4 * 2, ST_STREAM_CURRENT, &obuf) == 0 &&
+        c.ctx->allocate(0, 2 * 4, ST_STREAM_CURRENT, &bias) == 0);
+  put_f32(c.ctx, abuf, {1, 4, 2, 5, 3, 6});                    // stored [3,2]; A = its transpose = [[1,2,3],[4,5,6]]
   put_f32(c.ctx, bbuf, {1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0});  // B = [[1,2],[3,4],[5,6]] at stride [4,2]
   put_f32(c.ctx, bias, {10, 20});
   FakeTensor A, B, O, S;
-  A.sizes = {2, 3}; A.strides = {1, 2}; A.buffer = abuf;
-  B.sizes = {3, 2}; B.strides = {4, 2}; B.buffer = bbuf;
-  O.sizes = {2, 2}; O.strides = {2, 1}; O.buffer = obuf;
-  S.sizes = {2}; S.strides = {1}; S.buffer = bias;
+  A.sizes = {2, 3};
+  A.strides = {1, 2};
+  A.buffer = abuf;
+  B.sizes = {3, 2};
+  B.strides = {4, 2};
+  B.buffer = bbuf;
+  O.sizes = {2, 2};
+  O.strides = {2, 1};
+  O.buffer = obuf;
+  S.sizes = {2};
+  S.strides = {1};
+  S.buffer = bias;
   const int64_t made = td::buffers_created();
   CHECK(aoti_torch_mps_mm_out(H(&O), H(&A), H(&B)) == 0);
   std::vector<float> o = get_f32(c.ctx, obuf, 4);
@@ -724,11 +752,16 @@ static void test_matmul_fallbacks() {
   (void)made;
   // bmm over a batch of 2 (the same A twice through a batch stride of 0 is a broadcast: use a real batch)
   void *b3, *o3;
-  CHECK(c.ctx->allocate(0, 2 * 2 * 2 * 4, ST_STREAM_CURRENT, &b3) == 0 && c.ctx->allocate(0, 2 * 2 * 2 * 4, ST_STREAM_CURRENT, &o3) == 0);
+  CHECK(c.ctx->allocate(0, 2 * 2 * 2 * 4, ST_STREAM_CURRENT, &b3) == 0 &&
+        c.ctx->allocate(0, 2 * 2 * 2 * 4, ST_STREAM_CURRENT, &o3) == 0);
   put_f32(c.ctx, b3, {1, 2, 3, 4, 0, 1, 1, 0});
   FakeTensor X, Y;
-  X.sizes = {2, 2, 2}; X.strides = {4, 2, 1}; X.buffer = b3;
-  Y.sizes = {2, 2, 2}; Y.strides = {4, 2, 1}; Y.buffer = o3;
+  X.sizes = {2, 2, 2};
+  X.strides = {4, 2, 1};
+  X.buffer = b3;
+  Y.sizes = {2, 2, 2};
+  Y.strides = {4, 2, 1};
+  Y.buffer = o3;
   CHECK(aoti_torch_mps_bmm_out(H(&Y), H(&X), H(&X)) == 0);
   o = get_f32(c.ctx, o3, 8);
   CHECK(o[0] == 7 && o[1] == 10 && o[2] == 15 && o[3] == 22 && o[4] == 1 && o[5] == 0 && o[7] == 1);
@@ -761,7 +794,8 @@ static void test_matmul_fallbacks() {
 }
 
 static void test_guarded_turns_exceptions_into_errors() {
-  CHECK(guarded("f()", []() -> int { throw std::bad_alloc(); }) == 1 && std::strstr(last_error(), "out of host memory"));
+  CHECK(guarded("f()", []() -> int { throw std::bad_alloc(); }) == 1 &&
+        std::strstr(last_error(), "out of host memory"));
   CHECK(guarded("f()", []() -> int { throw std::runtime_error("x"); }) == 1 && std::strstr(last_error(), "x"));
   CHECK(guarded("f()", []() -> int { throw 3; }) == 1);
   clear_error();
@@ -810,7 +844,8 @@ static int run_convert(int src, int dst, const char* in_path, const char* out_pa
 }
 
 int main(int argc, char** argv) {
-  if (argc == 6 && std::string(argv[1]) == "convert") return run_convert(std::atoi(argv[2]), std::atoi(argv[3]), argv[4], argv[5]);
+  if (argc == 6 && std::string(argv[1]) == "convert")
+    return run_convert(std::atoi(argv[2]), std::atoi(argv[3]), argv[4], argv[5]);
   register_test_kernels();
   const int64_t base = td::live_objects();
   const std::pair<const char*, void (*)()> tests[] = {

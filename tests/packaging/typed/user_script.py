@@ -27,14 +27,43 @@ def main() -> None:
     assert value == 1.0 and total == 5.0
 
     v = t.T[1:, ::2]
-    views: list[st.Tensor] = [t.permute(1, 0), t.transpose(0, 1), t[..., None], t.view(2, 6), t.view(st.int32),
-                              t.reshape((6, 2)), t.expand(2, 3, 4), t.unsqueeze(0).squeeze(0), t.narrow(0, 1, 2)]
-    copies: list[st.Tensor] = [v.contiguous(), v.clone(), t.float(), t.half(), t.bfloat16(), t.long(),
-                               t.to(st.float64), t.to("cpu"), t.to(device="cpu", dtype="int32"), t.to(t)]
-    made: list[st.Tensor] = [st.zeros(2, 3), st.ones((2, 3), dtype=st.int64), st.full((2,), 1.5),
-                             st.empty_strided((2, 3), (1, 2)), st.zeros_like(t), st.ones_like(t),
-                             st.full_like(t, 7), st.empty_like(t), st.tensor([[1, 2]]), st.Tensor([1.0, 2.0]),
-                             st.asarray(np.ones(3)), st.from_numpy(np.zeros(2, np.float32))]
+    views: list[st.Tensor] = [
+        t.permute(1, 0),
+        t.transpose(0, 1),
+        t[..., None],
+        t.view(2, 6),
+        t.view(st.int32),
+        t.reshape((6, 2)),
+        t.expand(2, 3, 4),
+        t.unsqueeze(0).squeeze(0),
+        t.narrow(0, 1, 2),
+    ]
+    copies: list[st.Tensor] = [
+        v.contiguous(),
+        v.clone(),
+        t.float(),
+        t.half(),
+        t.bfloat16(),
+        t.long(),
+        t.to(st.float64),
+        t.to("cpu"),
+        t.to(device="cpu", dtype="int32"),
+        t.to(t),
+    ]
+    made: list[st.Tensor] = [
+        st.zeros(2, 3),
+        st.ones((2, 3), dtype=st.int64),
+        st.full((2,), 1.5),
+        st.empty_strided((2, 3), (1, 2)),
+        st.zeros_like(t),
+        st.ones_like(t),
+        st.full_like(t, 7),
+        st.empty_like(t),
+        st.tensor([[1, 2]]),
+        st.Tensor([1.0, 2.0]),
+        st.asarray(np.ones(3)),
+        st.from_numpy(np.zeros(2, np.float32)),
+    ]
     same: bool = st.equal(t, t.clone()) and t.equal(t)
     seen: set[st.Tensor] = {t, v}
     by_tensor: dict[st.Tensor, str] = {t: "t"}

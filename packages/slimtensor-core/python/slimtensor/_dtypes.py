@@ -42,10 +42,37 @@ cdouble = complex128
 chalf = complex32
 
 __all__ = [
-    "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "complex32", "complex64",
-    "complex128", "bool", "bfloat16", "uint16", "uint32", "uint64", "float8_e5m2", "float8_e4m3fn",
-    "float8_e5m2fnuz", "float8_e4m3fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2", "half", "float", "double",
-    "short", "int", "long", "cfloat", "cdouble", "chalf",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "float16",
+    "float32",
+    "float64",
+    "complex32",
+    "complex64",
+    "complex128",
+    "bool",
+    "bfloat16",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float8_e5m2",
+    "float8_e4m3fn",
+    "float8_e5m2fnuz",
+    "float8_e4m3fnuz",
+    "float8_e8m0fnu",
+    "float4_e2m1fn_x2",
+    "half",
+    "float",
+    "double",
+    "short",
+    "int",
+    "long",
+    "cfloat",
+    "cdouble",
+    "chalf",
 ]
 
 _ALL = [globals()[n] for n in __all__[:22]]
@@ -63,10 +90,29 @@ def dtypes() -> list[_C.dtype]:
 
 # numpy has no bfloat16/float8: those come from ml_dtypes, imported only when first needed.
 _NUMPY_NATIVE = {
-    "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64", "float16", "float32", "float64",
-    "complex64", "complex128", "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "bool",
 }
-_ML_DTYPES = {"bfloat16", "float8_e5m2", "float8_e4m3fn", "float8_e5m2fnuz", "float8_e4m3fnuz", "float8_e8m0fnu"}
+_ML_DTYPES = {
+    "bfloat16",
+    "float8_e5m2",
+    "float8_e4m3fn",
+    "float8_e5m2fnuz",
+    "float8_e4m3fnuz",
+    "float8_e8m0fnu",
+}
 
 
 def to_numpy_dtype(dt: _C.dtype) -> np.dtype:
@@ -77,7 +123,9 @@ def to_numpy_dtype(dt: _C.dtype) -> np.dtype:
         import ml_dtypes
 
         return np.dtype(getattr(ml_dtypes, dt.name))
-    raise TypeError(f"numpy(): {dt.name} has no numpy equivalent; convert first, e.g. t.to(dtype=slimtensor.complex64)")
+    raise TypeError(
+        f"numpy(): {dt.name} has no numpy equivalent; convert first, e.g. t.to(dtype=slimtensor.complex64)"
+    )
 
 
 def from_numpy_dtype(npdt: np.dtype) -> _C.dtype:

@@ -14,8 +14,22 @@ from ._dtypes import from_numpy_dtype
 # their numpy kind is 'f', as float8_e5m2's is).
 _BUFFER_TYPES = frozenset(
     np.dtype(n).type
-    for n in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
-              "float32", "float64", "complex64", "complex128")
+    for n in (
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+        "complex64",
+        "complex128",
+    )
 )
 
 

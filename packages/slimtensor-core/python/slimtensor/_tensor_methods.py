@@ -190,13 +190,24 @@ def _dtype_method(dtype_name: str, torch_name: str):
         return self._to(None, dtype_name, False)
 
     convert.__name__ = torch_name
-    convert.__doc__ = f"This tensor as {dtype_name} (a copy; the tensor itself when it already is {dtype_name})."
+    convert.__doc__ = (
+        f"This tensor as {dtype_name} (a copy; the tensor itself when it already is {dtype_name})."
+    )
     return convert
 
 
 _DTYPE_METHODS = {
-    "float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16", "int": "int32",
-    "long": "int64", "short": "int16", "char": "int8", "byte": "uint8", "bool": "bool", "cfloat": "complex64",
+    "float": "float32",
+    "double": "float64",
+    "half": "float16",
+    "bfloat16": "bfloat16",
+    "int": "int32",
+    "long": "int64",
+    "short": "int16",
+    "char": "int8",
+    "byte": "uint8",
+    "bool": "bool",
+    "cfloat": "complex64",
     "cdouble": "complex128",
 }
 for _method, _dtype_name in _DTYPE_METHODS.items():
@@ -225,7 +236,9 @@ def _device_method(kind: str):
 
 
 Tensor.cuda = _device_method("cuda")
-Tensor.is_cuda = property(lambda self: self.device.type == "cuda", doc="True when the tensor is on a CUDA device")
+Tensor.is_cuda = property(
+    lambda self: self.device.type == "cuda", doc="True when the tensor is on a CUDA device"
+)
 Tensor.is_cpu = property(lambda self: self.device.type == "cpu", doc="True when the tensor is on the CPU")
 
 
@@ -277,31 +290,105 @@ def _no_method(name: str) -> property:
     return property(getter, doc=f"not provided: {_ARITHMETIC_HINT}")
 
 
-for _op, _symbol in (("__eq__", "=="), ("__ne__", "!="), ("__lt__", "<"), ("__le__", "<="), ("__gt__", ">"),
-                     ("__ge__", ">=")):
+for _op, _symbol in (
+    ("__eq__", "=="),
+    ("__ne__", "!="),
+    ("__lt__", "<"),
+    ("__le__", "<="),
+    ("__gt__", ">"),
+    ("__ge__", ">="),
+):
     setattr(Tensor, _op, _no_comparison(_symbol))
 Tensor.__hash__ = object.__hash__  # identity, as before __eq__ was defined
 Tensor.equal = lambda self, other: equal(self, other)
 Tensor.equal.__doc__ = equal.__doc__
 
 _OPERATORS = {
-    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**",
-    "matmul": "@", "and": "&", "or": "|", "xor": "^", "lshift": "<<", "rshift": ">>",
+    "add": "+",
+    "sub": "-",
+    "mul": "*",
+    "truediv": "/",
+    "floordiv": "//",
+    "mod": "%",
+    "pow": "**",
+    "matmul": "@",
+    "and": "&",
+    "or": "|",
+    "xor": "^",
+    "lshift": "<<",
+    "rshift": ">>",
 }
 for _name, _symbol in _OPERATORS.items():
     for _form in (f"__{_name}__", f"__r{_name}__", f"__i{_name}__"):
         setattr(Tensor, _form, _no_operator(_symbol))
-for _form, _symbol in (("__neg__", "unary -"), ("__pos__", "unary +"), ("__abs__", "abs()"),
-                       ("__invert__", "~")):
+for _form, _symbol in (
+    ("__neg__", "unary -"),
+    ("__pos__", "unary +"),
+    ("__abs__", "abs()"),
+    ("__invert__", "~"),
+):
     setattr(Tensor, _form, _no_operator(_symbol))
 
 # torch method names that compute values (each a property raising AttributeError, see Note [Torch habits]).
 ARITHMETIC_METHODS = (
-    "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "std", "var", "norm", "cumsum",
-    "add", "sub", "mul", "div", "matmul", "mm", "bmm", "dot", "pow", "exp", "log", "sqrt", "abs", "neg", "sin",
-    "cos", "tanh", "sigmoid", "relu", "softmax", "clamp", "round", "floor", "ceil", "sign", "flip", "roll",
-    "sort", "argsort", "topk", "all", "any", "eq", "ne", "lt", "le", "gt", "ge", "where", "masked_fill",
-    "add_", "sub_", "mul_", "div_", "clamp_",
+    "sum",
+    "mean",
+    "prod",
+    "max",
+    "min",
+    "amax",
+    "amin",
+    "argmax",
+    "argmin",
+    "std",
+    "var",
+    "norm",
+    "cumsum",
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "matmul",
+    "mm",
+    "bmm",
+    "dot",
+    "pow",
+    "exp",
+    "log",
+    "sqrt",
+    "abs",
+    "neg",
+    "sin",
+    "cos",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "softmax",
+    "clamp",
+    "round",
+    "floor",
+    "ceil",
+    "sign",
+    "flip",
+    "roll",
+    "sort",
+    "argsort",
+    "topk",
+    "all",
+    "any",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "where",
+    "masked_fill",
+    "add_",
+    "sub_",
+    "mul_",
+    "div_",
+    "clamp_",
 )
 for _name in ARITHMETIC_METHODS:
     setattr(Tensor, _name, _no_method(_name))

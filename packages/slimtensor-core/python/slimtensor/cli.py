@@ -58,8 +58,10 @@ def _build_lines(_C) -> list[str]:
     try:
         import scipy_openblas32
 
-        lines.append(f"  BLAS:           scipy-openblas32 {getattr(scipy_openblas32, '__version__', '?')}"
-                     " (AOTI op fallbacks)")
+        lines.append(
+            f"  BLAS:           scipy-openblas32 {getattr(scipy_openblas32, '__version__', '?')}"
+            " (AOTI op fallbacks)"
+        )
     except ImportError:
         lines.append("  BLAS:           scipy-openblas32 not installed (AOTI matrix-product fallbacks fail)")
     return lines

@@ -1,4 +1,5 @@
-// src/aoti/constants.cpp: the dtype, device, layout and memory-format code functions (c10's numbers) and the ABI version.
+// src/aoti/constants.cpp: the dtype, device, layout and memory-format code functions (c10's numbers) and the ABI
+// version.
 #include "aoti/handle.h"
 #include "slimtensor/tensor/scalar_type.h"
 

@@ -3,11 +3,11 @@
 
 #include "aoti/handle.h"
 #include "layout/layout.h"
+#include "slimtensor/copy/clone.h"
 #include "slimtensor/copy/copy.h"
 #include "slimtensor/copy/fill.h"
-#include "slimtensor/copy/clone.h"
-#include "slimtensor/tensor/factories.h"
 #include "slimtensor/layout/views.h"
+#include "slimtensor/tensor/factories.h"
 
 using namespace slimtensor;
 using namespace slimtensor::aoti;

@@ -53,7 +53,8 @@ void* handle_to(AtenTensorHandle handle, const char* fn) {
     if constexpr (std::is_same_v<Managed, DLManagedTensorVersioned>) {
       out = dlpack::encode_versioned(t, 0, fn);
     } else {
-      ST_CHECK(!t.is_read_only(), Buffer, fn, "(): the tensor is read-only and a legacy DLManagedTensor cannot "
+      ST_CHECK(!t.is_read_only(), Buffer, fn,
+               "(): the tensor is read-only and a legacy DLManagedTensor cannot "
                "say so; use slimtensor_aoti_handle_to_dlpack_versioned");
       out = dlpack::encode_legacy(t, fn);
     }

@@ -39,7 +39,8 @@ namespace {
 
 // Note [Device memory handles] (c/device_plugin.h): an opaque handle is never handed out as an address.
 [[gnu::cold, gnu::noinline]] AOTITorchError not_addressable(const Tensor& t) {
-  const std::string msg = "the tensor is on " + device_string(t.device()) + ", whose memory is an opaque handle, "
+  const std::string msg = "the tensor is on " + device_string(t.device()) +
+                          ", whose memory is an opaque handle, "
                           "not an address; read it with slimtensor_aoti_get_memory_ref (handle, byte offset)";
   set_last_error("aoti_torch_get_data_ptr", msg.c_str());
   return AOTI_TORCH_FAILURE;
@@ -48,9 +49,9 @@ namespace {
 }  // namespace
 
 // Declares `self`, the handle object of the live handle h.
-#define ST_GETTER_ARGS(fn, h, out)                                    \
-  AtenTensorOpaque* const self = live_opaque(h);                      \
-  if (__builtin_expect(self == nullptr, 0)) return dead_arg(fn, h);  \
+#define ST_GETTER_ARGS(fn, h, out)                                  \
+  AtenTensorOpaque* const self = live_opaque(h);                    \
+  if (__builtin_expect(self == nullptr, 0)) return dead_arg(fn, h); \
   if (__builtin_expect(out == nullptr, 0)) return null_arg(fn, #out)
 
 #define ST_NEEDS_DEFINED(fn, h) \

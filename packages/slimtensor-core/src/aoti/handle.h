@@ -29,8 +29,8 @@
 #include <new>
 
 #include "runtime/counters.h"
-#include "slimtensor/c/shim.h"
 #include "slimtensor/base/error.h"
+#include "slimtensor/c/shim.h"
 #include "slimtensor/runtime/events.h"
 #include "slimtensor/tensor/tensor.h"
 
@@ -40,12 +40,11 @@ struct AtenTensorOpaque {
   template <typename Make>
   AtenTensorOpaque(BuildWith, Make&& make) : tensor(make()) {}
 
-  slimtensor::DeviceType counted_type = 0;    // the device type its creation was counted under
+  slimtensor::DeviceType counted_type = 0;  // the device type its creation was counted under
   slimtensor::Tensor tensor;
 };
 
 namespace slimtensor::aoti {
-
 
 // SLIMTENSOR_DEBUG_HANDLES, read once when the library loads (Note [Handle checks]).
 extern const bool g_debug_handles;
@@ -103,7 +102,8 @@ struct SlotCache {
   ~SlotCache();
 };
 constexpr int kCachedSlots = 256;
-extern thread_local SlotCache* t_slots __attribute__((tls_model("initial-exec"), visibility("hidden"))) ST_CONSTANT_INIT;
+extern thread_local SlotCache* t_slots
+    __attribute__((tls_model("initial-exec"), visibility("hidden"))) ST_CONSTANT_INIT;
 HandleSlot* take_slot_slow();
 void give_slot_slow(HandleSlot* slot) noexcept;
 inline HandleSlot* slot_at(uint32_t index) noexcept {
@@ -186,8 +186,7 @@ int64_t live_handles() noexcept;
 void set_last_error(const char* function, const char* message) noexcept;
 
 // The tensor behind a handle argument, checked live and (if `need_defined`) defined.
-inline const Tensor& tensor_arg(AtenTensorHandle h, const char* function, const char* arg,
-                                bool need_defined = true) {
+inline const Tensor& tensor_arg(AtenTensorHandle h, const char* function, const char* arg, bool need_defined = true) {
   AtenTensorOpaque* o = check_handle(h, function, arg);
   if (need_defined && !o->tensor.defined()) {
     fail(ErrorKind::Value, function, "(): ", arg,

@@ -9,18 +9,17 @@
 #include "aoti/handle.h"
 #include "aoti/model_owner.h"
 #include "slimtensor/base/checked_math.h"
+#include "slimtensor/layout/views.h"
 #include "slimtensor/runtime/device_registry.h"
 #include "slimtensor/tensor/factories.h"
-#include "slimtensor/layout/views.h"
 
 using namespace slimtensor;
 using namespace slimtensor::aoti;
 
 namespace {
 
-AOTITorchError empty_strided_impl(const char* fn, int64_t ndim, const int64_t* sizes_ptr,
-                                  const int64_t* strides_ptr, int32_t dtype, int32_t device_type,
-                                  int32_t device_index, AtenTensorHandle* ret) {
+AOTITorchError empty_strided_impl(const char* fn, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
+                                  int32_t dtype, int32_t device_type, int32_t device_index, AtenTensorHandle* ret) {
   return guarded(fn, [&] {
     out_arg(ret, fn, "ret_new_tensor");
     const LayoutArgs layout(ndim, sizes_ptr, strides_ptr, fn);
@@ -31,8 +30,8 @@ AOTITorchError empty_strided_impl(const char* fn, int64_t ndim, const int64_t* s
 }
 
 AOTITorchError from_blob_impl(const char* fn, void* data, int64_t ndim, const int64_t* sizes_ptr,
-                              const int64_t* strides_ptr, int64_t storage_offset, int32_t dtype,
-                              int32_t device_type, int32_t device_index, AtenTensorHandle* ret) {
+                              const int64_t* strides_ptr, int64_t storage_offset, int32_t dtype, int32_t device_type,
+                              int32_t device_index, AtenTensorHandle* ret) {
   return guarded(fn, [&] {
     out_arg(ret, fn, "ret");
     const LayoutArgs layout(ndim, sizes_ptr, strides_ptr, fn);
@@ -55,30 +54,28 @@ extern "C" {
 AOTITorchError aoti_torch_empty_strided(int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
                                         int32_t dtype, int32_t device_type, int32_t device_index,
                                         AtenTensorHandle* ret_new_tensor) {
-  return empty_strided_impl("aoti_torch_empty_strided", ndim, sizes_ptr, strides_ptr, dtype, device_type,
+  return empty_strided_impl("aoti_torch_empty_strided", ndim, sizes_ptr, strides_ptr, dtype, device_type, device_index,
+                            ret_new_tensor);
+}
+
+AOTITorchError aoti_torch_empty_strided_pinned(int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
+                                               int32_t dtype, int32_t device_type, int32_t device_index,
+                                               AtenTensorHandle* ret_new_tensor) {
+  return empty_strided_impl("aoti_torch_empty_strided_pinned", ndim, sizes_ptr, strides_ptr, dtype, device_type,
                             device_index, ret_new_tensor);
 }
 
-AOTITorchError aoti_torch_empty_strided_pinned(int64_t ndim, const int64_t* sizes_ptr,
-                                               const int64_t* strides_ptr, int32_t dtype, int32_t device_type,
-                                               int32_t device_index, AtenTensorHandle* ret_new_tensor) {
-  return empty_strided_impl("aoti_torch_empty_strided_pinned", ndim, sizes_ptr, strides_ptr, dtype,
-                            device_type, device_index, ret_new_tensor);
-}
-
 AOTITorchError aoti_torch_create_tensor_from_blob(void* data, int64_t ndim, const int64_t* sizes_ptr,
-                                                  const int64_t* strides_ptr, int64_t storage_offset,
-                                                  int32_t dtype, int32_t device_type, int32_t device_index,
-                                                  AtenTensorHandle* ret) {
-  return from_blob_impl("aoti_torch_create_tensor_from_blob", data, ndim, sizes_ptr, strides_ptr,
-                        storage_offset, dtype, device_type, device_index, ret);
+                                                  const int64_t* strides_ptr, int64_t storage_offset, int32_t dtype,
+                                                  int32_t device_type, int32_t device_index, AtenTensorHandle* ret) {
+  return from_blob_impl("aoti_torch_create_tensor_from_blob", data, ndim, sizes_ptr, strides_ptr, storage_offset, dtype,
+                        device_type, device_index, ret);
 }
 
 AOTITorchError aoti_torch_create_tensor_from_blob_v2(void* data, int64_t ndim, const int64_t* sizes_ptr,
-                                                     const int64_t* strides_ptr, int64_t storage_offset,
-                                                     int32_t dtype, int32_t device_type, int32_t device_index,
-                                                     AtenTensorHandle* ret, int32_t layout,
-                                                     const uint8_t* opaque_metadata,
+                                                     const int64_t* strides_ptr, int64_t storage_offset, int32_t dtype,
+                                                     int32_t device_type, int32_t device_index, AtenTensorHandle* ret,
+                                                     int32_t layout, const uint8_t* opaque_metadata,
                                                      int64_t opaque_metadata_size) {
   const char* fn = "aoti_torch_create_tensor_from_blob_v2";
   if (layout != 0) {
@@ -86,8 +83,7 @@ AOTITorchError aoti_torch_create_tensor_from_blob_v2(void* data, int64_t ndim, c
                                    : "layout must be strided (0); slimtensor has no sparse or jagged layouts");
     return AOTI_TORCH_FAILURE;
   }
-  return from_blob_impl(fn, data, ndim, sizes_ptr, strides_ptr, storage_offset, dtype, device_type,
-                        device_index, ret);
+  return from_blob_impl(fn, data, ndim, sizes_ptr, strides_ptr, storage_offset, dtype, device_type, device_index, ret);
 }
 
 AOTITorchError aoti_torch__reinterpret_tensor(AtenTensorHandle self, int64_t ndim, const int64_t* sizes_ptr,
@@ -115,14 +111,16 @@ AOTITorchError aoti_torch_as_strided(AtenTensorHandle self, const int64_t* sizes
     const Tensor& t = tensor_arg(self, fn, "self");
     out_arg(ret, fn, "ret");
     IntList sizes = shape_arg(t.ndim(), sizes_ptr, fn);
-    if (t.ndim() > 0 && !strides_ptr) fail(ErrorKind::Value, fn, "(): strides_ptr is NULL; pass ", t.ndim(), " strides");
+    if (t.ndim() > 0 && !strides_ptr)
+      fail(ErrorKind::Value, fn, "(): strides_ptr is NULL; pass ", t.ndim(), " strides");
     IntList strides(strides_ptr, t.ndim());
-    *ret = emplace_handle(fn, [&] { return Tensor::make(t.storage(), sizes, strides, t.storage_offset(), t.dtype(), fn); });
+    *ret = emplace_handle(fn,
+                          [&] { return Tensor::make(t.storage(), sizes, strides, t.storage_offset(), t.dtype(), fn); });
   });
 }
 
-AOTITorchError aoti_torch__alloc_from_pool(AtenTensorHandle self, int64_t offset_bytes, int32_t dtype,
-                                           int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
+AOTITorchError aoti_torch__alloc_from_pool(AtenTensorHandle self, int64_t offset_bytes, int32_t dtype, int64_t ndim,
+                                           const int64_t* sizes_ptr, const int64_t* strides_ptr,
                                            AtenTensorHandle* ret_new_tensor) {
   const char* fn = "aoti_torch__alloc_from_pool";
   return guarded(fn, [&] {

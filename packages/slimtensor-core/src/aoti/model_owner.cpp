@@ -1,4 +1,5 @@
-// src/aoti/model_owner.cpp: the model owner of Note [Model owner]: constant storages, adopted outputs, deferred container delete.
+// src/aoti/model_owner.cpp: the model owner of Note [Model owner]: constant storages, adopted outputs, deferred
+// container delete.
 #include "aoti/model_owner.h"
 
 #include <atomic>
@@ -74,9 +75,7 @@ void slimtensor_aoti_owner_release(void* owner) {
   if (owner) unref(static_cast<ModelOwner*>(owner));
 }
 
-int64_t slimtensor_aoti_owner_refs(void* owner) {
-  return owner ? static_cast<ModelOwner*>(owner)->refs.load() : 0;
-}
+int64_t slimtensor_aoti_owner_refs(void* owner) { return owner ? static_cast<ModelOwner*>(owner)->refs.load() : 0; }
 
 int32_t slimtensor_aoti_owner_adopt_output(void* owner, AtenTensorHandle output) {
   const char* fn = "slimtensor_aoti_owner_adopt_output";

@@ -10,8 +10,8 @@
 #include <limits>
 #include <type_traits>
 
-#include "copy/half_bits.h"  // the core's conversions, so item_ rounds exactly as copies do
 #include "aoti/handle.h"
+#include "copy/half_bits.h"  // the core's conversions, so item_ rounds exactly as copies do
 #include "slimtensor/copy/copy.h"
 #include "slimtensor/copy/item.h"
 #include "slimtensor/tensor/factories.h"
@@ -81,8 +81,8 @@ AOTITorchError scalar_impl(const char* fn, ScalarType dtype, T value, AtenTensor
 
 extern "C" {
 
-#define ST_ITEM(NAME, T, ST)                                                   \
-  AOTITorchError aoti_torch_item_##NAME(AtenTensorHandle tensor, T* ret_value) { \
+#define ST_ITEM(NAME, T, ST)                                                                 \
+  AOTITorchError aoti_torch_item_##NAME(AtenTensorHandle tensor, T* ret_value) {             \
     return item_impl<T>("aoti_torch_item_" #NAME, #NAME, ScalarType::ST, tensor, ret_value); \
   }
 ST_ITEM(float32, float, Float32)
@@ -108,7 +108,8 @@ AOTITorchError aoti_torch_item_float16(AtenTensorHandle tensor, slimtensor_half*
       return;
     }
     float f;
-    if (aoti_torch_item_float32(tensor, &f) != AOTI_TORCH_SUCCESS) throw Error(ErrorKind::Value, slimtensor_last_error());
+    if (aoti_torch_item_float32(tensor, &f) != AOTI_TORCH_SUCCESS)
+      throw Error(ErrorKind::Value, slimtensor_last_error());
     *ret_value = float_to_f16(f);
   });
 }
@@ -123,7 +124,8 @@ AOTITorchError aoti_torch_item_bfloat16(AtenTensorHandle tensor, slimtensor_bflo
       return;
     }
     float f;
-    if (aoti_torch_item_float32(tensor, &f) != AOTI_TORCH_SUCCESS) throw Error(ErrorKind::Value, slimtensor_last_error());
+    if (aoti_torch_item_float32(tensor, &f) != AOTI_TORCH_SUCCESS)
+      throw Error(ErrorKind::Value, slimtensor_last_error());
     *ret_value = float_to_bf16_scalar(f);  // a scalar conversion, as torch's item
   });
 }
@@ -145,8 +147,8 @@ AOTITorchError aoti_torch_item_complex64(AtenTensorHandle tensor, slimtensor_com
   });
 }
 
-#define ST_SCALAR(NAME, T, ST)                                                                   \
-  AOTITorchError aoti_torch_scalar_to_tensor_##NAME(T value, AtenTensorHandle* ret_new_tensor) { \
+#define ST_SCALAR(NAME, T, ST)                                                                          \
+  AOTITorchError aoti_torch_scalar_to_tensor_##NAME(T value, AtenTensorHandle* ret_new_tensor) {        \
     return scalar_impl<T>("aoti_torch_scalar_to_tensor_" #NAME, ScalarType::ST, value, ret_new_tensor); \
   }
 ST_SCALAR(float32, float, Float32)

@@ -30,7 +30,8 @@ Tensor clone(const Tensor& self, MemoryFormat format) {
 }
 
 Tensor contiguous(const Tensor& self, MemoryFormat format) {
-  ST_CHECK(format != MemoryFormat::Preserve, Value, "contiguous(): memory_format=preserve_format is not allowed; "
+  ST_CHECK(format != MemoryFormat::Preserve, Value,
+           "contiguous(): memory_format=preserve_format is not allowed; "
            "use contiguous_format, channels_last or channels_last_3d");
   if (self.is_contiguous(format)) return self;
   return clone(self, format);

@@ -30,8 +30,7 @@ std::string shape_of(const int64_t* sizes, int n) {
 std::vector<int64_t> broadcast_strides(const Tensor& dst, const Tensor& src) {
   const int n = dst.ndim(), m = src.ndim();
   ST_CHECK(m <= n, Runtime, "copy_(): the source of shape ", shape_of(src.sizes(), m),
-           " cannot be broadcast to the destination shape ", shape_of(dst.sizes(), n),
-           " (the source has more dims)");
+           " cannot be broadcast to the destination shape ", shape_of(dst.sizes(), n), " (the source has more dims)");
   std::vector<int64_t> out(static_cast<size_t>(n), 0);
   for (int i = 0; i < m; ++i) {
     const int d = n - m + i;
@@ -40,8 +39,8 @@ std::vector<int64_t> broadcast_strides(const Tensor& dst, const Tensor& src) {
       out[d] = src.strides()[i];
     } else {
       ST_CHECK(s == 1, Runtime, "copy_(): the source of shape ", shape_of(src.sizes(), m),
-               " cannot be broadcast to the destination shape ", shape_of(dst.sizes(), n), " (dim ", d, ": ", s,
-               " vs ", dst.sizes()[d], ")");
+               " cannot be broadcast to the destination shape ", shape_of(dst.sizes(), n), " (dim ", d, ": ", s, " vs ",
+               dst.sizes()[d], ")");
     }
   }
   return out;
@@ -94,18 +93,19 @@ bool has_internal_overlap(const Tensor& t) {
 
 void copy_(const Tensor& dst, const Tensor& src, bool non_blocking) {
   ST_CHECK(dst.defined() && src.defined(), Runtime, "copy_(): both tensors must be defined");
-  ST_CHECK(!dst.is_read_only(), Runtime, "copy_(): the destination is read-only (it borrows memory its owner "
+  ST_CHECK(!dst.is_read_only(), Runtime,
+           "copy_(): the destination is read-only (it borrows memory its owner "
            "marked read-only, e.g. a read-only numpy array); write into a copy instead: t = t.clone()");
   ST_CHECK(dst.dtype() == src.dtype() || (info(dst.dtype()).convertible && info(src.dtype()).convertible), Runtime,
-           "copy_(): conversion from ",
-           name(src.dtype()), " to ", name(dst.dtype()), " is not supported (float8/float4 types can only be "
+           "copy_(): conversion from ", name(src.dtype()), " to ", name(dst.dtype()),
+           " is not supported (float8/float4 types can only be "
            "moved between tensors of the same dtype); view them as uint8 to move their bytes");
   // Small dense copies between distinct CPU storages (the common case of tiny tensors): one memcpy, no
   // planning. Large ones take the planned path, which splits across threads and streams past the cache.
   const int64_t bytes = dst.nbytes();
   if (bytes <= kDirectCopyBytes && dst.dtype() == src.dtype() && dst.dtype() != ScalarType::Bool &&
-      dst.is_contiguous() && src.is_contiguous() && dst.storage_impl() != src.storage_impl() &&
-      dst.device().is_cpu() && src.device().is_cpu() && dst.ndim() == src.ndim() &&
+      dst.is_contiguous() && src.is_contiguous() && dst.storage_impl() != src.storage_impl() && dst.device().is_cpu() &&
+      src.device().is_cpu() && dst.ndim() == src.ndim() &&
       std::equal(dst.sizes(), dst.sizes() + dst.ndim(), src.sizes())) {
     if (events::tracing_active()) trace_copy(dst, src);
     if (bytes > 0) std::memcpy(dst.data_ptr(), src.data_ptr(), static_cast<size_t>(bytes));
@@ -131,11 +131,13 @@ void copy_(const Tensor& dst, const Tensor& src, bool non_blocking) {
     }
     const bool both_dense = is_non_overlapping_and_dense(dst.sizes(), dst.strides(), dst.ndim()) &&
                             is_non_overlapping_and_dense(src.sizes(), src.strides(), src.ndim());
-    ST_CHECK(same_elements || !(both_dense && byte_offset(dst) == byte_offset(src) && dst.numel() == src.numel()), Runtime,
+    ST_CHECK(same_elements || !(both_dense && byte_offset(dst) == byte_offset(src) && dst.numel() == src.numel()),
+             Runtime,
              "copy_(): the source is the destination's own memory in another layout (as in m.copy_(m.T)): the "
              "same elements in another order, so elements would be overwritten before they are read; copy "
              "from a clone: dst.copy_(src.clone())");
-    ST_CHECK(same_elements || !both_dense, Runtime, "copy_(): the source and the destination partially overlap in memory; "
+    ST_CHECK(same_elements || !both_dense, Runtime,
+             "copy_(): the source and the destination partially overlap in memory; "
              "copy from a clone: dst.copy_(src.clone())");
     // Interleaved views of one storage (t[::2] and t[1::2]) may share a byte range without sharing an
     // element; going through a temporary keeps the result exact either way.

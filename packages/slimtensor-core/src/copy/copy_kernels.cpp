@@ -29,11 +29,19 @@
 namespace slimtensor {
 namespace {
 
-struct f16_t { uint16_t x; };
-struct bf16_t { uint16_t x; };
-struct bool_byte { uint8_t x; };  // a bool element as stored: any non-zero byte reads as true
+struct f16_t {
+  uint16_t x;
+};
+struct bf16_t {
+  uint16_t x;
+};
+struct bool_byte {
+  uint8_t x;
+};  // a bool element as stored: any non-zero byte reads as true
 template <class T>
-struct cplx_t { T re, im; };
+struct cplx_t {
+  T re, im;
+};
 using c32_t = cplx_t<f16_t>;
 using c64_t = cplx_t<float>;
 using c128_t = cplx_t<double>;
@@ -48,21 +56,60 @@ struct Value {
   bool wide = false;  // a float64 or complex128 source (Note [Conversion rules]: the int64 route)
 };
 
-template <class S> inline Value load(const S& s);
-#define ST_SIGNED(T) template <> inline Value load<T>(const T& s) { return {Kind::Signed, static_cast<int64_t>(s), 0, 0, 0}; }
-#define ST_UNSIGNED(T) template <> inline Value load<T>(const T& s) { return {Kind::Unsigned, 0, static_cast<uint64_t>(s), 0, 0}; }
-ST_SIGNED(int8_t) ST_SIGNED(int16_t) ST_SIGNED(int32_t) ST_SIGNED(int64_t)
-ST_UNSIGNED(uint8_t) ST_UNSIGNED(uint16_t) ST_UNSIGNED(uint32_t) ST_UNSIGNED(uint64_t)
+template <class S>
+inline Value load(const S& s);
+#define ST_SIGNED(T)                                         \
+  template <>                                                \
+  inline Value load<T>(const T& s) {                         \
+    return {Kind::Signed, static_cast<int64_t>(s), 0, 0, 0}; \
+  }
+#define ST_UNSIGNED(T)                                          \
+  template <>                                                   \
+  inline Value load<T>(const T& s) {                            \
+    return {Kind::Unsigned, 0, static_cast<uint64_t>(s), 0, 0}; \
+  }
+ST_SIGNED(int8_t)
+ST_SIGNED(int16_t)
+ST_SIGNED(int32_t)
+ST_SIGNED(int64_t)
+ST_UNSIGNED(uint8_t)
+ST_UNSIGNED(uint16_t)
+ST_UNSIGNED(uint32_t)
+ST_UNSIGNED(uint64_t)
 #undef ST_SIGNED
 #undef ST_UNSIGNED
-template <> inline Value load<bool_byte>(const bool_byte& s) { return {Kind::Unsigned, 0, s.x != 0, 0, 0}; }
-template <> inline Value load<float>(const float& s) { return {Kind::Float, 0, 0, s, 0}; }
-template <> inline Value load<double>(const double& s) { return {Kind::Float, 0, 0, s, 0, true}; }
-template <> inline Value load<f16_t>(const f16_t& s) { return {Kind::Float, 0, 0, f16_to_float(s.x), 0}; }
-template <> inline Value load<bf16_t>(const bf16_t& s) { return {Kind::Float, 0, 0, bf16_to_float(s.x), 0}; }
-template <> inline Value load<c32_t>(const c32_t& s) { return {Kind::Complex, 0, 0, f16_to_float(s.re.x), f16_to_float(s.im.x)}; }
-template <> inline Value load<c64_t>(const c64_t& s) { return {Kind::Complex, 0, 0, s.re, s.im}; }
-template <> inline Value load<c128_t>(const c128_t& s) { return {Kind::Complex, 0, 0, s.re, s.im, true}; }
+template <>
+inline Value load<bool_byte>(const bool_byte& s) {
+  return {Kind::Unsigned, 0, s.x != 0, 0, 0};
+}
+template <>
+inline Value load<float>(const float& s) {
+  return {Kind::Float, 0, 0, s, 0};
+}
+template <>
+inline Value load<double>(const double& s) {
+  return {Kind::Float, 0, 0, s, 0, true};
+}
+template <>
+inline Value load<f16_t>(const f16_t& s) {
+  return {Kind::Float, 0, 0, f16_to_float(s.x), 0};
+}
+template <>
+inline Value load<bf16_t>(const bf16_t& s) {
+  return {Kind::Float, 0, 0, bf16_to_float(s.x), 0};
+}
+template <>
+inline Value load<c32_t>(const c32_t& s) {
+  return {Kind::Complex, 0, 0, f16_to_float(s.re.x), f16_to_float(s.im.x)};
+}
+template <>
+inline Value load<c64_t>(const c64_t& s) {
+  return {Kind::Complex, 0, 0, s.re, s.im};
+}
+template <>
+inline Value load<c128_t>(const c128_t& s) {
+  return {Kind::Complex, 0, 0, s.re, s.im, true};
+}
 
 // --- a canonical value -> destination ----------------------------------------------------------------
 inline int32_t truncate_to_i32(double v) {  // cvttsd2si semantics (Note [Conversion rules])
@@ -70,7 +117,7 @@ inline int32_t truncate_to_i32(double v) {  // cvttsd2si semantics (Note [Conver
 }
 inline int64_t truncate_to_i64(double v) {
   return (v >= -9223372036854775808.0 && v < 9223372036854775808.0) ? static_cast<int64_t>(v)
-                                                                      : std::numeric_limits<int64_t>::min();
+                                                                    : std::numeric_limits<int64_t>::min();
 }
 
 template <class D>
@@ -108,11 +155,24 @@ inline float as_float(const Value& v) {  // int -> float rounds once, as a direc
   }
 }
 
-template <class D> inline D store(const Value& v);
-#define ST_INT(T) template <> inline T store<T>(const Value& v) { return store_int<T>(v); }
-ST_INT(int8_t) ST_INT(int16_t) ST_INT(int32_t) ST_INT(int64_t) ST_INT(uint8_t) ST_INT(uint16_t) ST_INT(uint32_t) ST_INT(uint64_t)
+template <class D>
+inline D store(const Value& v);
+#define ST_INT(T)                     \
+  template <>                         \
+  inline T store<T>(const Value& v) { \
+    return store_int<T>(v);           \
+  }
+ST_INT(int8_t)
+ST_INT(int16_t)
+ST_INT(int32_t)
+ST_INT(int64_t)
+ST_INT(uint8_t)
+ST_INT(uint16_t)
+ST_INT(uint32_t)
+ST_INT(uint64_t)
 #undef ST_INT
-template <> inline bool store<bool>(const Value& v) {
+template <>
+inline bool store<bool>(const Value& v) {
   switch (v.kind) {
     case Kind::Signed: return v.i != 0;
     case Kind::Unsigned: return v.u != 0;
@@ -120,17 +180,34 @@ template <> inline bool store<bool>(const Value& v) {
     default: return v.re != 0 || v.im != 0;
   }
 }
-template <> inline float store<float>(const Value& v) { return as_float(v); }
-template <> inline double store<double>(const Value& v) { return as_double(v); }
-template <> inline f16_t store<f16_t>(const Value& v) { return {float_to_f16(as_float(v))}; }
-template <> inline bf16_t store<bf16_t>(const Value& v) { return {float_to_bf16_scalar(as_float(v))}; }
-template <> inline c32_t store<c32_t>(const Value& v) {
+template <>
+inline float store<float>(const Value& v) {
+  return as_float(v);
+}
+template <>
+inline double store<double>(const Value& v) {
+  return as_double(v);
+}
+template <>
+inline f16_t store<f16_t>(const Value& v) {
+  return {float_to_f16(as_float(v))};
+}
+template <>
+inline bf16_t store<bf16_t>(const Value& v) {
+  return {float_to_bf16_scalar(as_float(v))};
+}
+template <>
+inline c32_t store<c32_t>(const Value& v) {
   return {{float_to_f16(as_float(v))}, {float_to_f16(static_cast<float>(v.kind == Kind::Complex ? v.im : 0))}};
 }
-template <> inline c64_t store<c64_t>(const Value& v) {
+template <>
+inline c64_t store<c64_t>(const Value& v) {
   return {as_float(v), static_cast<float>(v.kind == Kind::Complex ? v.im : 0)};
 }
-template <> inline c128_t store<c128_t>(const Value& v) { return {as_double(v), v.kind == Kind::Complex ? v.im : 0}; }
+template <>
+inline c128_t store<c128_t>(const Value& v) {
+  return {as_double(v), v.kind == Kind::Complex ? v.im : 0};
+}
 
 template <class S, class D>
 inline D convert(const S& s) {
@@ -262,23 +339,23 @@ constexpr int64_t kTransposeRowBlock = 64;
 
 void scalar_copy_bytes(void* dst, const void* src, size_t bytes, bool) { std::memcpy(dst, src, bytes); }
 
-const CopyKernels kScalarKernels = {"scalar", scalar_copy_bytes, nullptr, nullptr, nullptr, nullptr,
-                                    nullptr,  nullptr,           nullptr, nullptr};
+const CopyKernels kScalarKernels = {"scalar", scalar_copy_bytes, nullptr, nullptr, nullptr,
+                                    nullptr,  nullptr,           nullptr, nullptr, nullptr};
 
 const CopyKernels* select_kernels() {
   const CopyKernels* avx512 = nullptr;
   const CopyKernels* avx2 = nullptr;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq")) {
     avx512 = copy_kernels_avx512();
   }
-#if defined(__clang__) && __clang_major__ < 16
+#  if defined(__clang__) && __clang_major__ < 16
   const bool f16c = true;  // clang < 16 cannot query it; every CPU with AVX2 and FMA has F16C
-#else
+#  else
   const bool f16c = __builtin_cpu_supports("f16c");
-#endif
+#  endif
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c) {
     avx2 = copy_kernels_avx2();
   }
@@ -317,7 +394,7 @@ struct Executor {
   const CpuCopyPlan& p;
   RunFn fn;
   ConvertFn fast;  // the ISA kernel for rows dense on both sides, or null
-  bool same;  // same dtype and not bool: dense rows are moved with memcpy
+  bool same;       // same dtype and not bool: dense rows are moved with memcpy
   int64_t src_size, dst_size;
   int tile_dim;  // a dim (not the innermost) along which src is dense, for 2-D tiling; -1 if none
 
@@ -425,13 +502,13 @@ void run_cpu_copy(const CpuCopyPlan& p) {
   // (Not bool: PyTorch's copies turn stray bytes into 0/1, so bool copies always go through the loop.)
   if (p.ndim == 1 && p.src_strides[0] == src_size && p.dst_strides[0] == dst_size) {
     if (same && p.src_type != ScalarType::Bool) {
-      parallel_for(bytes, kParallelBytes, [&](int64_t b, int64_t e) { k.copy_bytes(p.dst + b, p.src + b, e - b, stream); });
+      parallel_for(bytes, kParallelBytes,
+                   [&](int64_t b, int64_t e) { k.copy_bytes(p.dst + b, p.src + b, e - b, stream); });
       return;
     }
     if (fast) {
-      parallel_for(numel, kParallelBytes / elem, [&](int64_t b, int64_t e) {
-        fast(p.src + b * src_size, p.dst + b * dst_size, e - b, stream);
-      });
+      parallel_for(numel, kParallelBytes / elem,
+                   [&](int64_t b, int64_t e) { fast(p.src + b * src_size, p.dst + b * dst_size, e - b, stream); });
       return;
     }
   }

@@ -44,8 +44,7 @@ Tensor host_copy_of_span(const Tensor& t) {
   if (t.device().is_cpu()) return t;
   Tensor host = host_buffer_like(t);
   if (const uint64_t span = span_of(t)) {
-    device_calls::copy_to_host(entry_of(t.device()), host.data_ptr(), t.memory_ref(), span, ST_STREAM_CURRENT, 0,
-                               kFn);
+    device_calls::copy_to_host(entry_of(t.device()), host.data_ptr(), t.memory_ref(), span, ST_STREAM_CURRENT, 0, kFn);
   }
   return host;
 }
@@ -95,8 +94,8 @@ void on_dst_stream(const Tensor& dst, const Tensor& src, Run&& run) {
 void copy_device(const Tensor& dst, const Tensor& src, const std::vector<int64_t>& src_strides, bool non_blocking) {
   const Device dd = dst.device(), sd = src.device();
   const uint32_t flags = non_blocking ? ST_COPY_NON_BLOCKING : 0u;
-  const bool same_layout_dense = dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() &&
-                                 src.numel() == dst.numel();
+  const bool same_layout_dense =
+      dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() && src.numel() == dst.numel();
   const uint64_t bytes = static_cast<uint64_t>(dst.nbytes());
   if (same_layout_dense) {
     if (sd.is_cpu()) {
@@ -105,8 +104,7 @@ void copy_device(const Tensor& dst, const Tensor& src, const std::vector<int64_t
       return;
     }
     if (dd.is_cpu()) {
-      device_calls::copy_to_host(entry_of(sd), dst.data_ptr(), src.memory_ref(), bytes, ST_STREAM_CURRENT, flags,
-                                 kFn);
+      device_calls::copy_to_host(entry_of(sd), dst.data_ptr(), src.memory_ref(), bytes, ST_STREAM_CURRENT, flags, kFn);
       return;
     }
     if (dd.type == sd.type) {
@@ -123,8 +121,8 @@ void copy_device(const Tensor& dst, const Tensor& src, const std::vector<int64_t
   if (done) return;
   // Note [Device copy paths], 3: stage through the host.
   const Tensor host_src = host_copy_of_span(src);
-  Tensor host_dst = dd.is_cpu()            ? dst
-                    : dst.is_contiguous() ? host_buffer_like(dst)  // every spanned byte is written
+  Tensor host_dst = dd.is_cpu()           ? dst
+                    : dst.is_contiguous() ? host_buffer_like(dst)    // every spanned byte is written
                                           : host_copy_of_span(dst);  // keeps the bytes between elements
   copy_cpu(host_dst, host_src, src_strides);
   if (!dd.is_cpu()) {

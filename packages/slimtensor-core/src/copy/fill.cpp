@@ -23,20 +23,25 @@ bool is_zero(const Scalar& v) {
 // PyTorch's checked_convert for fill values: a value the dtype cannot hold is refused, never wrapped.
 void check_fill_value(ScalarType type, const Scalar& v) {
   const ScalarTypeInfo& i = info(type);
-  ST_CHECK(i.convertible || is_zero(v), Runtime, "fill_(): ", i.name, " tensors can only be filled with 0 (no "
-           "conversion to ", i.name, "); fill a uint8 view of the bytes instead");
+  ST_CHECK(i.convertible || is_zero(v), Runtime, "fill_(): ", i.name,
+           " tensors can only be filled with 0 (no "
+           "conversion to ",
+           i.name, "); fill a uint8 view of the bytes instead");
   if (type == ScalarType::Bool) return;
   const bool uint64_value = v.kind == Scalar::Kind::Int && v.i < 0 && v.d > 0;  // Python ints >= 2**63
   auto refuse = [&](const char* range) {
     std::ostringstream value;
     if (v.kind == Scalar::Kind::Int) {
-      if (uint64_value) value << static_cast<uint64_t>(v.i); else value << v.i;
+      if (uint64_value)
+        value << static_cast<uint64_t>(v.i);
+      else
+        value << v.i;
     } else {
       value << v.d;
       if (v.kind == Scalar::Kind::Complex) value << (v.imag < 0 ? "" : "+") << v.imag << "j";
     }
-    fail(ErrorKind::Runtime, "fill_(): value ", value.str(), " cannot be converted to ", i.name,
-         " without overflow (", i.name, " holds ", range, ")");
+    fail(ErrorKind::Runtime, "fill_(): value ", value.str(), " cannot be converted to ", i.name, " without overflow (",
+         i.name, " holds ", range, ")");
   };
   if (!i.is_floating && !i.is_complex) {  // integers
     if (v.kind == Scalar::Kind::Complex && v.imag != 0) refuse("no imaginary part");
@@ -88,16 +93,28 @@ void check_fill_value(ScalarType type, const Scalar& v) {
 // device paths (Note [Device copy paths]) broadcast it. Without a plugin fill, copy_ uploads the pattern.
 void fill_(const Tensor& dst, const Scalar& value) {
   ST_CHECK(dst.defined(), Runtime, "fill_(): the tensor is undefined");
-  ST_CHECK(!dst.is_read_only(), Runtime, "fill_(): the tensor is read-only (it borrows memory its owner marked "
+  ST_CHECK(!dst.is_read_only(), Runtime,
+           "fill_(): the tensor is read-only (it borrows memory its owner marked "
            "read-only, e.g. a read-only numpy array); fill a copy instead: t = t.clone()");
   check_fill_value(dst.dtype(), value);
   // One element holding the value, converted by the same rules as copies, then broadcast.
   alignas(16) unsigned char buffer[16];
   ScalarType type;
   switch (value.kind) {
-    case Scalar::Kind::Bool: { bool b = value.i != 0; std::memcpy(buffer, &b, 1); type = ScalarType::Bool; break; }
-    case Scalar::Kind::Int: std::memcpy(buffer, &value.i, 8); type = ScalarType::Int64; break;
-    case Scalar::Kind::Float: std::memcpy(buffer, &value.d, 8); type = ScalarType::Float64; break;
+    case Scalar::Kind::Bool: {
+      bool b = value.i != 0;
+      std::memcpy(buffer, &b, 1);
+      type = ScalarType::Bool;
+      break;
+    }
+    case Scalar::Kind::Int:
+      std::memcpy(buffer, &value.i, 8);
+      type = ScalarType::Int64;
+      break;
+    case Scalar::Kind::Float:
+      std::memcpy(buffer, &value.d, 8);
+      type = ScalarType::Float64;
+      break;
     default: {
       const double c[2] = {value.d, value.imag};
       std::memcpy(buffer, c, 16);
@@ -131,9 +148,9 @@ void fill_(const Tensor& dst, const Scalar& value) {
       return;
     }
   }
-  const Tensor scalar = Tensor::make(Storage::adopt(StorageImpl::borrow(kCPUDevice, buffer, itemsize(type), nullptr,
-                                                                         nullptr, true, "scalar")),
-                                     IntList(), IntList(), 0, type, "fill_");
+  const Tensor scalar = Tensor::make(
+      Storage::adopt(StorageImpl::borrow(kCPUDevice, buffer, itemsize(type), nullptr, nullptr, true, "scalar")),
+      IntList(), IntList(), 0, type, "fill_");
   copy_(dst, scalar);
 }
 

@@ -23,7 +23,8 @@ Scalar item(const Tensor& self) {
     src = raw;
   }
   const ScalarTypeInfo& i = info(self.dtype());
-  ST_CHECK(i.convertible, Runtime, "item(): ", i.name, " values cannot be converted to Python numbers; "
+  ST_CHECK(i.convertible, Runtime, "item(): ", i.name,
+           " values cannot be converted to Python numbers; "
            "view the tensor as uint8 to read its bytes");
   Scalar out;
   if (self.dtype() == ScalarType::Bool) {

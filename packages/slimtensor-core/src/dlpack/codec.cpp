@@ -29,12 +29,14 @@ template <class Managed>
 Managed* encode(Tensor t, const char* function) {
   DLDataType dtype;
   if (!to_dl_dtype(t.dtype(), &dtype)) {
-    fail(ErrorKind::Buffer, call_name(function), ": ", name(t.dtype()), " has no DLPack type code; convert it "
+    fail(ErrorKind::Buffer, call_name(function), ": ", name(t.dtype()),
+         " has no DLPack type code; convert it "
          "first (t.to(dtype=...)) or view its bytes (t.view(st.uint8))");
   }
   const int32_t device_type = dl_device_type(t.device());
   if (device_type == 0) {
-    fail(ErrorKind::Buffer, call_name(function), ": device ", device_string(t.device()), " has no DLPack device "
+    fail(ErrorKind::Buffer, call_name(function), ": device ", device_string(t.device()),
+         " has no DLPack device "
          "code (its plugin declares none); copy the tensor to the CPU first (t.cpu())");
   }
   auto* e = new Exported<Managed>{};
@@ -65,14 +67,13 @@ DLManagedTensorVersioned* encode_versioned(Tensor t, uint64_t flags, const char*
 }
 
 DLManagedTensor* encode_legacy(Tensor t, const char* function) {
-  ST_CHECK(!t.is_read_only(), Buffer, call_name(function), ": the tensor is read-only and a legacy "
+  ST_CHECK(!t.is_read_only(), Buffer, call_name(function),
+           ": the tensor is read-only and a legacy "
            "(unversioned) DLPack tensor cannot say so");
   return encode<DLManagedTensor>(std::move(t), function);
 }
 
-bool is_own_export(const DLManagedTensor* m) noexcept {
-  return m && m->deleter == &delete_exported<DLManagedTensor>;
-}
+bool is_own_export(const DLManagedTensor* m) noexcept { return m && m->deleter == &delete_exported<DLManagedTensor>; }
 bool is_own_export(const DLManagedTensorVersioned* m) noexcept {
   return m && m->deleter == &delete_exported<DLManagedTensorVersioned>;
 }
@@ -89,8 +90,8 @@ Tensor decode(const DLTensor& dl, bool read_only, BorrowDeleter release, void* c
               const char* function) {
   ST_CHECK(dl.ndim >= 0 && dl.ndim <= kMaxDims, Value, call_name(function), ": ndim must be in [0, ", kMaxDims,
            "] but the DLPack tensor says ", dl.ndim);
-  ST_CHECK(dl.ndim == 0 || dl.shape != nullptr, Value, call_name(function), ": the DLPack tensor has ndim ",
-           dl.ndim, " but a null shape pointer; the producer is broken");
+  ST_CHECK(dl.ndim == 0 || dl.shape != nullptr, Value, call_name(function), ": the DLPack tensor has ndim ", dl.ndim,
+           " but a null shape pointer; the producer is broken");
   const ScalarType dtype = from_dl_dtype(dl.dtype, function);
   const Device device = from_dl_device(dl.device, function);
   int64_t sizes[kMaxDims], strides[kMaxDims];

@@ -28,7 +28,6 @@ DLMemory export_memory(const Tensor& t) noexcept;
 // A tensor of the given layout over the memory of dl on `device` (checked by the callee before the storage
 // takes `release`; see decode() in dlpack/codec.h).
 Tensor import_memory(const DLTensor& dl, IntList sizes, IntList strides, ScalarType dtype, Device device,
-                     BorrowDeleter release, void* context, bool read_only, const char* owner,
-                     const char* function);
+                     BorrowDeleter release, void* context, bool read_only, const char* owner, const char* function);
 
 }  // namespace slimtensor::dlpack

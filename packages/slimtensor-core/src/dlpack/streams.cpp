@@ -23,18 +23,22 @@ void order_export(Device device, bool has_stream, int64_t stream, const char* fu
   }
   const DeviceEntry& e = usable_device(device, function);
   if (!has_dlpack_streams(e)) {
-    ST_CHECK(!has_stream, Value, call_name(function), ": stream must be None for a tensor on ",
-             device_string(device), " (DLPack device type ", e.dlpack_device_type, " defines no stream) but got ",
-             stream);
+    ST_CHECK(!has_stream, Value, call_name(function), ": stream must be None for a tensor on ", device_string(device),
+             " (DLPack device type ", e.dlpack_device_type, " defines no stream) but got ", stream);
     streams::synchronize(device);  // the consumer reads once the producer's queued work is done
     return;
   }
   if (has_stream && stream == -1) return;  // the consumer asked for no synchronisation
-  ST_CHECK(!has_stream || stream != 0, Value, call_name(function), ": stream=0 is not allowed for DLPack "
-           "device type ", e.dlpack_device_type, " (ambiguous: pass 1 for the legacy default stream, 2 for the "
+  ST_CHECK(!has_stream || stream != 0, Value, call_name(function),
+           ": stream=0 is not allowed for DLPack "
+           "device type ",
+           e.dlpack_device_type,
+           " (ambiguous: pass 1 for the legacy default stream, 2 for the "
            "per-thread default stream, or the consumer's stream)");
-  ST_CHECK(!has_stream || stream > 0, Value, call_name(function), ": stream must be None, -1, 1, 2 or a "
-           "stream handle but got ", stream);
+  ST_CHECK(!has_stream || stream > 0, Value, call_name(function),
+           ": stream must be None, -1, 1, 2 or a "
+           "stream handle but got ",
+           stream);
   void* consumer = nullptr;
   if (!streams::from_dlpack(device, has_stream ? stream : 1, &consumer)) {  // None: the legacy default stream
     fail(ErrorKind::Runtime, call_name(function), ": ", device_string(device), " gives no stream for DLPack value ",

@@ -11,16 +11,22 @@ namespace slimtensor::dlpack {
 bool to_dl_dtype(ScalarType t, DLDataType* out) noexcept {
   const auto bits = static_cast<uint8_t>(itemsize(t) * 8);
   switch (t) {
-    case ScalarType::Int8: case ScalarType::Int16: case ScalarType::Int32: case ScalarType::Int64:
-      *out = {kDLInt, bits, 1}; return true;
-    case ScalarType::UInt8: case ScalarType::UInt16: case ScalarType::UInt32: case ScalarType::UInt64:
-      *out = {kDLUInt, bits, 1}; return true;
-    case ScalarType::Float16: case ScalarType::Float32: case ScalarType::Float64:
-      *out = {kDLFloat, bits, 1}; return true;
+    case ScalarType::Int8:
+    case ScalarType::Int16:
+    case ScalarType::Int32:
+    case ScalarType::Int64: *out = {kDLInt, bits, 1}; return true;
+    case ScalarType::UInt8:
+    case ScalarType::UInt16:
+    case ScalarType::UInt32:
+    case ScalarType::UInt64: *out = {kDLUInt, bits, 1}; return true;
+    case ScalarType::Float16:
+    case ScalarType::Float32:
+    case ScalarType::Float64: *out = {kDLFloat, bits, 1}; return true;
     case ScalarType::BFloat16: *out = {kDLBfloat, 16, 1}; return true;
     // DLPack's complex bits are the whole element (complex64 = two float32); complex32 (two float16) has
     // no producer or consumer that agrees on it, so it is not exchanged.
-    case ScalarType::Complex64: case ScalarType::Complex128: *out = {kDLComplex, bits, 1}; return true;
+    case ScalarType::Complex64:
+    case ScalarType::Complex128: *out = {kDLComplex, bits, 1}; return true;
     case ScalarType::Bool: *out = {kDLBool, 8, 1}; return true;
     case ScalarType::Float8_e4m3fn: *out = {kDLFloat8_e4m3fn, 8, 1}; return true;
     case ScalarType::Float8_e4m3fnuz: *out = {kDLFloat8_e4m3fnuz, 8, 1}; return true;
@@ -42,8 +48,9 @@ ScalarType from_dl_dtype(DLDataType d, const char* function) {
     if (!i || !i->is_tensor_dtype || !to_dl_dtype(static_cast<ScalarType>(code), &candidate)) continue;
     if (candidate.code == d.code && candidate.bits == d.bits) return static_cast<ScalarType>(code);
   }
-  fail(ErrorKind::Type, call_name(function), ": unsupported DLPack dtype (code ", int(d.code), ", bits ",
-       int(d.bits), ", lanes ", d.lanes, "); slimtensor holds bool, (u)int8-64, float16/32/64, bfloat16, "
+  fail(ErrorKind::Type, call_name(function), ": unsupported DLPack dtype (code ", int(d.code), ", bits ", int(d.bits),
+       ", lanes ", d.lanes,
+       "); slimtensor holds bool, (u)int8-64, float16/32/64, bfloat16, "
        "complex64/128 and the float8 types");
 }
 

@@ -6,7 +6,7 @@
 #include "copy_isa.h"
 
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__F16C__)
-#include <immintrin.h>
+#  include <immintrin.h>
 
 namespace slimtensor {
 namespace {
@@ -64,7 +64,8 @@ void narrow(const void* src_, void* dst_, int64_t n, bool stream) {
   uint16_t* d = static_cast<uint16_t*>(dst_);
   int64_t i = 0;
   if (stream) {
-    for (; i + 8 <= n && !aligned32(d + i); i += 8) _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), Convert(_mm256_loadu_ps(s + i)));
+    for (; i + 8 <= n && !aligned32(d + i); i += 8)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), Convert(_mm256_loadu_ps(s + i)));
     for (; i + 16 <= n && aligned32(d + i); i += 16) {
       const __m256i v = _mm256_set_m128i(Convert(_mm256_loadu_ps(s + i + 8)), Convert(_mm256_loadu_ps(s + i)));
       _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), v);
@@ -87,8 +88,10 @@ void widen(const void* src_, void* dst_, int64_t n, bool stream) {
   float* d = static_cast<float*>(dst_);
   int64_t i = 0;
   if (stream) {
-    for (; i + 8 <= n && !aligned32(d + i); i += 8) _mm256_storeu_ps(d + i, Convert(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
-    for (; i + 8 <= n; i += 8) _mm256_stream_ps(d + i, Convert(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+    for (; i + 8 <= n && !aligned32(d + i); i += 8)
+      _mm256_storeu_ps(d + i, Convert(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+    for (; i + 8 <= n; i += 8)
+      _mm256_stream_ps(d + i, Convert(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
     _mm_sfence();
   }
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, Convert(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));

@@ -6,9 +6,9 @@
 
 #if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
     defined(__AVX512DQ__)
-#include <immintrin.h>
+#  include <immintrin.h>
 
-#include <utility>  // std::integer_sequence (types only, no code)
+#  include <utility>  // std::integer_sequence (types only, no code)
 
 namespace slimtensor {
 namespace {
@@ -30,8 +30,12 @@ inline __m256i to_bf16(__m512 v) { return _mm512_cvtepi32_epi16(bf16_bits(v)); }
 // rounding]: PyTorch's CPU copies use these instructions).
 inline __m256i to_f16(__m512 v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 inline __m512 from_f16(__m256i h) { return _mm512_cvtph_ps(h); }
-inline __mmask16 low_mask16(int64_t n) { return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1); }
-inline __mmask8 low_mask8(int64_t n) { return n >= 8 ? static_cast<__mmask8>(0xFF) : static_cast<__mmask8>((1u << n) - 1); }
+inline __mmask16 low_mask16(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1);
+}
+inline __mmask8 low_mask8(int64_t n) {
+  return n >= 8 ? static_cast<__mmask8>(0xFF) : static_cast<__mmask8>((1u << n) - 1);
+}
 inline bool aligned64(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 63) == 0; }
 
 // --- contiguous ---------------------------------------------------------------------------------------
@@ -62,7 +66,8 @@ void copy_bytes(void* dst_, const void* src_, size_t bytes, bool stream) {
     _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 128), c);
     _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 192), d);
   }
-  for (; i + 64 <= bytes; i += 64) _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), _mm512_loadu_si512(src + i));
+  for (; i + 64 <= bytes; i += 64)
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), _mm512_loadu_si512(src + i));
   _mm_sfence();
   __builtin_memcpy(dst + i, src + i, bytes - i);
 }
@@ -108,7 +113,8 @@ int64_t narrow_stream(const float* s, uint16_t* d, int64_t n) {
   }
   for (; i + 32 <= n; i += 32) {  // a source not even 4-byte aligned
     const __m512i lo = _mm512_castsi256_si512(Convert(_mm512_loadu_ps(s + i)));
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i), _mm512_inserti64x4(lo, Convert(_mm512_loadu_ps(s + i + 16)), 1));
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i),
+                        _mm512_inserti64x4(lo, Convert(_mm512_loadu_ps(s + i + 16)), 1));
   }
   _mm_sfence();
   return i;
@@ -151,8 +157,8 @@ void bf16_to_f32(const void* src_, void* dst_, int64_t n, bool stream) {
   int64_t i = 0;
   // The head (until d is 64-byte aligned) stores through memcpy: d may not even be 4-byte aligned.
   for (; i < n && stream && !aligned64(d + i); ++i) {
-    const float v = _mm512_cvtss_f32(_mm512_castsi512_ps(_mm512_slli_epi32(
-        _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(1, s + i)), 16)));
+    const float v = _mm512_cvtss_f32(
+        _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(1, s + i)), 16)));
     __builtin_memcpy(d + i, &v, sizeof(v));
   }
   for (; i + 16 <= n; i += 16) {
@@ -216,7 +222,8 @@ inline void transpose16(__m512 r[16]) {
   }
   for (int m = 0; m < 4; ++m) {
     const __m512 e = _mm512_shuffle_f32x4(r[m], r[4 + m], 0x88), f = _mm512_shuffle_f32x4(r[m], r[4 + m], 0xDD);
-    const __m512 g = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0x88), h = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0xDD);
+    const __m512 g = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0x88),
+                 h = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0xDD);
     t[0 + m] = _mm512_shuffle_f32x4(e, g, 0x88);
     t[8 + m] = _mm512_shuffle_f32x4(e, g, 0xDD);
     t[4 + m] = _mm512_shuffle_f32x4(f, h, 0x88);
@@ -377,9 +384,8 @@ void transpose_f32_to_f16(const char* src, int64_t src_row, char* dst, int64_t d
   transpose_tiles(src, src_row, dst, dst_row, rows, cols, StoreHalf<to_f16>{});
 }
 
-const CopyKernels kTable = {"avx512",   copy_bytes,      f32_to_bf16,           bf16_to_f32,         f32_to_f16,
-                            f16_to_f32, i64_to_f32,      transpose_32bit,       transpose_f32_to_bf16,
-                            transpose_f32_to_f16};
+const CopyKernels kTable = {"avx512",   copy_bytes, f32_to_bf16,     bf16_to_f32,           f32_to_f16,
+                            f16_to_f32, i64_to_f32, transpose_32bit, transpose_f32_to_bf16, transpose_f32_to_f16};
 
 }  // namespace
 

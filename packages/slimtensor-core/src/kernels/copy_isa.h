@@ -28,14 +28,14 @@ using ConvertFn = void (*)(const void* src, void* dst, int64_t n, bool stream);
 // Batched 2-D transpose with a per-element conversion, for the planner's "inner dim dense in dst, next
 // dim dense in src" shape:  dst[i * dst_row + j * dst_item] = convert(src[i * src_item + j * src_row])
 // for i < rows, j < cols. Strides are in bytes.
-using TransposeFn = void (*)(const char* src, int64_t src_row, char* dst, int64_t dst_row, int64_t rows,
-                             int64_t cols, bool stream);
+using TransposeFn = void (*)(const char* src, int64_t src_row, char* dst, int64_t dst_row, int64_t rows, int64_t cols,
+                             bool stream);
 
 struct CopyKernels {
-  const char* name;           // "scalar", "avx2", "avx512"
+  const char* name;                                                           // "scalar", "avx2", "avx512"
   void (*copy_bytes)(void* dst, const void* src, size_t bytes, bool stream);  // dense same-dtype copy
   ConvertFn f32_to_bf16, bf16_to_f32, f32_to_f16, f16_to_f32, i64_to_f32;
-  TransposeFn transpose_32bit;       // any 4-byte type to itself
+  TransposeFn transpose_32bit;  // any 4-byte type to itself
   TransposeFn transpose_f32_to_bf16;
   TransposeFn transpose_f32_to_f16;
 };

@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
-#include "slimtensor/copy/copy.h"
-#include "slimtensor/copy/clone.h"
 #include "slimtensor/base/error.h"
+#include "slimtensor/copy/clone.h"
+#include "slimtensor/copy/copy.h"
 
 namespace slimtensor {
 namespace {
@@ -44,7 +44,8 @@ Tensor permute(const Tensor& self, IntList dims) {
   uint64_t seen = 0;  // n <= 64 (Tensor::make)
   for (int i = 0; i < n; ++i) {
     const int64_t d = wrap_dim(dims[i], n, "permute()");
-    ST_CHECK(!(seen >> d & 1), Value, "permute(): dim ", d, " appears more than once in the permutation; "
+    ST_CHECK(!(seen >> d & 1), Value, "permute(): dim ", d,
+             " appears more than once in the permutation; "
              "each dim must appear exactly once");
     seen |= uint64_t{1} << d;
     out.sizes()[i] = self.sizes()[d];
@@ -199,9 +200,11 @@ Tensor view(const Tensor& self, IntList shape) {
   int64_t resolved[64], strides[64];
   infer_shape_into(shape, self.numel(), "view()", resolved);
   const IntList new_shape(resolved, shape.size);
-  ST_CHECK(view_strides_into(IntList(self.sizes(), self.ndim()), IntList(self.strides(), self.ndim()), new_shape, strides),
-           Runtime, "view(): view size is not compatible with input tensor's size and stride (at least one dimension "
-           "spans across two contiguous subspaces); use .reshape(...), which copies when it must");
+  ST_CHECK(
+      view_strides_into(IntList(self.sizes(), self.ndim()), IntList(self.strides(), self.ndim()), new_shape, strides),
+      Runtime,
+      "view(): view size is not compatible with input tensor's size and stride (at least one dimension "
+      "spans across two contiguous subspaces); use .reshape(...), which copies when it must");
   return Tensor::make(self.storage(), new_shape, IntList(strides, shape.size), self.storage_offset(), self.dtype(),
                       "view");
 }
@@ -243,8 +246,8 @@ Tensor view_dtype(const Tensor& self, ScalarType dtype) {
   const int64_t old_size = self.itemsize(), new_size = itemsize(dtype);
   if (old_size == new_size) return Tensor::make(self.storage(), self.dims(), self.storage_offset(), dtype, "view");
   const int n = self.ndim();
-  ST_CHECK(n > 0, Runtime, "view(dtype): a 0-d tensor can only be viewed as a dtype of the same size (",
-           old_size, " bytes) but ", name(dtype), " has ", new_size);
+  ST_CHECK(n > 0, Runtime, "view(dtype): a 0-d tensor can only be viewed as a dtype of the same size (", old_size,
+           " bytes) but ", name(dtype), " has ", new_size);
   ST_CHECK(self.strides()[n - 1] == 1, Runtime, "view(dtype): the last dim must have stride 1 to view ",
            name(self.dtype()), " as ", name(dtype), " but its stride is ", self.strides()[n - 1]);
   Dims out = self.dims();

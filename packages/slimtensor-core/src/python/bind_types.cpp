@@ -4,8 +4,8 @@
 #include <string>
 
 #include "common.h"
-#include "slimtensor/runtime/device_registry.h"
 #include "slimtensor/base/error.h"
+#include "slimtensor/runtime/device_registry.h"
 
 namespace slimtensor::python {
 namespace {
@@ -43,8 +43,7 @@ ScalarType to_dtype(nb::handle obj, ScalarType fallback, const char* function) {
   try {
     nb::object name = numpy.attr("dtype")(obj).attr("name");
     return scalar_type_from_name(nb::cast<std::string>(name), function);
-  } catch (const nb::python_error&) {
-  }
+  } catch (const nb::python_error&) {}
   return scalar_type_from_name(nb::cast<std::string>(nb::str(obj)), function);
 }
 
@@ -52,8 +51,11 @@ Device to_device(nb::handle obj, const char* function) {
   if (obj.is_none()) return kCPUDevice;
   if (Device* d; nb::try_cast<Device*>(obj, d) && d) return *d;
   if (nb::isinstance<nb::str>(obj)) return parse_device(nb::borrow<nb::str>(obj).c_str(), function);
-  throw nb::type_error((std::string(function) + ": device must be a slimtensor.Device or a string like 'cpu' or "
-                        "'cuda:1' but got " + nb::cast<std::string>(nb::str(obj.type().attr("__name__")))).c_str());
+  throw nb::type_error((std::string(function) +
+                        ": device must be a slimtensor.Device or a string like 'cpu' or "
+                        "'cuda:1' but got " +
+                        nb::cast<std::string>(nb::str(obj.type().attr("__name__"))))
+                           .c_str());
 }
 
 int64_t to_int_list(nb::handle obj, int64_t* out, int64_t capacity, const char* function) {
@@ -70,12 +72,14 @@ int64_t to_int_list(nb::handle obj, int64_t* out, int64_t capacity, const char* 
       return 1;
     }
     throw nb::type_error((std::string(function) + ": expected a sequence of ints but got " +
-                          nb::cast<std::string>(nb::str(nb::handle(o).type().attr("__name__")))).c_str());
+                          nb::cast<std::string>(nb::str(nb::handle(o).type().attr("__name__"))))
+                             .c_str());
   }
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
   if (n > capacity) {
-    throw nb::value_error((std::string(function) + ": at most " + std::to_string(capacity) + " dims are supported but got " +
-                           std::to_string(n)).c_str());
+    throw nb::value_error((std::string(function) + ": at most " + std::to_string(capacity) +
+                           " dims are supported but got " + std::to_string(n))
+                              .c_str());
   }
   PyObject** items = PySequence_Fast_ITEMS(o);
   for (Py_ssize_t i = 0; i < n; ++i) {
@@ -90,11 +94,13 @@ int64_t to_int_list(nb::handle obj, int64_t* out, int64_t capacity, const char* 
       Py_DECREF(index);
     } else {
       throw nb::type_error((std::string(function) + ": expected ints but element " + std::to_string(i) + " is " +
-                            nb::cast<std::string>(nb::str(nb::handle(item).type().attr("__name__")))).c_str());
+                            nb::cast<std::string>(nb::str(nb::handle(item).type().attr("__name__"))))
+                               .c_str());
     }
     if (v == -1 && PyErr_Occurred()) {
       PyErr_Clear();
-      throw nb::value_error((std::string(function) + ": element " + std::to_string(i) + " does not fit in int64").c_str());
+      throw nb::value_error(
+          (std::string(function) + ": element " + std::to_string(i) + " does not fit in int64").c_str());
     }
     out[i] = v;
   }
@@ -148,21 +154,26 @@ Scalar to_scalar(nb::handle obj, const char* function) {
     PyErr_Clear();
     std::string what = Py_TYPE(o)->tp_name;
     if (elements >= 0) what += " of " + std::to_string(elements) + " elements";
-    throw nb::type_error((std::string(function) + ": expected a number (bool, int, float, complex or a one-element "
-                          "array) but got " + what + ", whose __index__ raised " + why +
-                          "; pass a single value, e.g. a.item()").c_str());
+    throw nb::type_error((std::string(function) +
+                          ": expected a number (bool, int, float, complex or a one-element "
+                          "array) but got " +
+                          what + ", whose __index__ raised " + why + "; pass a single value, e.g. a.item()")
+                             .c_str());
   }
   if (PyObject_HasAttrString(o, "dtype")) {
     nb::object kind = nb::handle(o).attr("dtype").attr("kind");
     const std::string k = nb::cast<std::string>(kind);
     if (k == "b") return Scalar::from_bool(PyObject_IsTrue(o) == 1);
-    if (k == "c") return Scalar::from_complex(nb::cast<double>(nb::handle(o).attr("real")), nb::cast<double>(nb::handle(o).attr("imag")));
+    if (k == "c")
+      return Scalar::from_complex(nb::cast<double>(nb::handle(o).attr("real")),
+                                  nb::cast<double>(nb::handle(o).attr("imag")));
   }
   const double d = PyFloat_AsDouble(o);
   if (d == -1.0 && PyErr_Occurred()) {
     PyErr_Clear();
     throw nb::type_error((std::string(function) + ": expected a number (bool, int, float, complex) but got " +
-                          nb::cast<std::string>(nb::str(obj.type().attr("__name__")))).c_str());
+                          nb::cast<std::string>(nb::str(obj.type().attr("__name__"))))
+                             .c_str());
   }
   return Scalar::from_double(d);
 }
@@ -171,7 +182,8 @@ int64_t to_int64(nb::handle obj, const char* function, const char* what) {
   PyObject* o = obj.ptr();
   if (PyBool_Check(o) || !(PyLong_Check(o) || PyIndex_Check(o))) {
     throw nb::type_error((std::string(function) + ": " + what + " must be an int but got " +
-                          nb::cast<std::string>(nb::str(obj.type().attr("__name__")))).c_str());
+                          nb::cast<std::string>(nb::str(obj.type().attr("__name__"))))
+                             .c_str());
   }
   nb::object index = nb::steal(PyNumber_Index(o));
   if (!index.is_valid()) throw nb::python_error();
@@ -196,17 +208,20 @@ nb::object scalar_to_python(const Scalar& s, ScalarType t) {
 
 void bind_types(nb::module_& m) {
   nb::class_<DType>(m, "dtype", "An element type: c10's code, torch's name and the size of one element.")
-      .def_prop_ro("code", [](const DType& d) { return static_cast<int>(d.type); }, "c10 ScalarType code")
+      .def_prop_ro(
+          "code", [](const DType& d) { return static_cast<int>(d.type); }, "c10 ScalarType code")
       .def_prop_ro("name", [](const DType& d) { return std::string(name(d.type)); })
-      .def_prop_ro("itemsize", [](const DType& d) { return itemsize(d.type); }, "bytes per element")
+      .def_prop_ro(
+          "itemsize", [](const DType& d) { return itemsize(d.type); }, "bytes per element")
       .def_prop_ro("is_floating_point", [](const DType& d) { return info(d.type).is_floating; })
       .def_prop_ro("is_complex", [](const DType& d) { return info(d.type).is_complex; })
       .def_prop_ro("is_signed", [](const DType& d) { return info(d.type).is_signed; })
       .def("__repr__", [](const DType& d) { return "slimtensor." + std::string(name(d.type)); })
-      .def("__reduce__", [](const DType& d) {
-        return nb::make_tuple(nb::module_::import_("slimtensor._dtypes").attr("dtype_from_code"),
-                              nb::make_tuple(static_cast<int>(d.type)));
-      })
+      .def("__reduce__",
+           [](const DType& d) {
+             return nb::make_tuple(nb::module_::import_("slimtensor._dtypes").attr("dtype_from_code"),
+                                   nb::make_tuple(static_cast<int>(d.type)));
+           })
       .def("__hash__", [](const DType& d) { return static_cast<int>(d.type); })
       .def("__eq__", [](const DType& a, nb::handle b) {
         DType* other = nullptr;
@@ -218,53 +233,66 @@ void bind_types(nb::module_& m) {
     g_dtypes[code] = nb::cast(DType{static_cast<ScalarType>(code)}).release().ptr();
   }
   // By name in slimtensor/_dtypes.py (not here: names like `bool` would shadow builtins in the stubs).
-  m.def("_dtype_table", []() {
-    nb::dict table;
-    for (int code = 0; code < kNumScalarTypeCodes; ++code)
-      if (g_dtypes[code]) table[scalar_type_info(code)->name] = nb::borrow(g_dtypes[code]);
-    return table;
-  }, nb::sig("def _dtype_table() -> dict[str, dtype]"));
-  m.def("_dtype_by_code", [](int code) { return dtype_object(scalar_type_from_code(code, "dtype")); },
-        nb::sig("def _dtype_by_code(code: int) -> dtype"));
+  m.def(
+      "_dtype_table",
+      []() {
+        nb::dict table;
+        for (int code = 0; code < kNumScalarTypeCodes; ++code)
+          if (g_dtypes[code]) table[scalar_type_info(code)->name] = nb::borrow(g_dtypes[code]);
+        return table;
+      },
+      nb::sig("def _dtype_table() -> dict[str, dtype]"));
+  m.def(
+      "_dtype_by_code", [](int code) { return dtype_object(scalar_type_from_code(code, "dtype")); },
+      nb::sig("def _dtype_by_code(code: int) -> dtype"));
   nb::module_::import_("atexit").attr("register")(nb::cpp_function([]() {
     for (PyObject*& p : g_dtypes) Py_CLEAR(p);
   }));
 
   nb::class_<Device>(m, "Device", "A device: a type ('cpu', 'cuda', a plugin's name) and an index.")
-      .def("__init__", [](Device* self, nb::handle spec, nb::handle index) {
-        Device d = to_device(spec, "Device()");
-        if (!index.is_none()) {
-          const long long i = nb::cast<long long>(index);
-          ST_CHECK(i >= 0 && i <= 9999, Value, "Device(): index must be in [0, 9999] but got ", i);
-          ST_CHECK(d.type != kCPU || i == 0, Value, "Device(): the CPU has only index 0 but got ", i);
-          d.index = static_cast<int16_t>(i);
-        }
-        new (self) Device(d);
-      }, nb::arg("type"), nb::arg("index") = nb::none(),
-         nb::sig("def __init__(self, type: str | Device, index: int | None = None) -> None"))
-      .def_prop_ro("type", [](const Device& d) {
-        const std::string s = device_string(Device{d.type, -1});
-        return s;
-      })
-      .def_prop_ro("index", [](const Device& d) -> nb::object {
-        if (d.index < 0) return nb::none();
-        return nb::int_(d.index);
-      }, nb::for_getter(nb::sig("def index(self, /) -> int | None")))
-      .def_prop_ro("code", [](const Device& d) { return static_cast<int>(d.type); }, "c10 DeviceType code")
+      .def(
+          "__init__",
+          [](Device* self, nb::handle spec, nb::handle index) {
+            Device d = to_device(spec, "Device()");
+            if (!index.is_none()) {
+              const long long i = nb::cast<long long>(index);
+              ST_CHECK(i >= 0 && i <= 9999, Value, "Device(): index must be in [0, 9999] but got ", i);
+              ST_CHECK(d.type != kCPU || i == 0, Value, "Device(): the CPU has only index 0 but got ", i);
+              d.index = static_cast<int16_t>(i);
+            }
+            new (self) Device(d);
+          },
+          nb::arg("type"), nb::arg("index") = nb::none(),
+          nb::sig("def __init__(self, type: str | Device, index: int | None = None) -> None"))
+      .def_prop_ro("type",
+                   [](const Device& d) {
+                     const std::string s = device_string(Device{d.type, -1});
+                     return s;
+                   })
+      .def_prop_ro(
+          "index",
+          [](const Device& d) -> nb::object {
+            if (d.index < 0) return nb::none();
+            return nb::int_(d.index);
+          },
+          nb::for_getter(nb::sig("def index(self, /) -> int | None")))
+      .def_prop_ro(
+          "code", [](const Device& d) { return static_cast<int>(d.type); }, "c10 DeviceType code")
       .def("__str__", [](const Device& d) { return device_string(d); })
       .def("__repr__", [](const Device& d) { return device_repr(d); })
       .def("__hash__", [](const Device& d) { return (static_cast<int>(d.type) << 16) | (d.index & 0xFFFF); })
-      .def("__eq__", [](const Device& a, nb::handle b) {
-        if (Device* other; nb::try_cast<Device*>(b, other) && other) return a == *other;
-        if (nb::isinstance<nb::str>(b)) {
-          try {
-            return a == parse_device(nb::borrow<nb::str>(b).c_str());
-          } catch (const Error&) {
-            return false;
-          }
-        }
-        return false;
-      })
+      .def("__eq__",
+           [](const Device& a, nb::handle b) {
+             if (Device* other; nb::try_cast<Device*>(b, other) && other) return a == *other;
+             if (nb::isinstance<nb::str>(b)) {
+               try {
+                 return a == parse_device(nb::borrow<nb::str>(b).c_str());
+               } catch (const Error&) {
+                 return false;
+               }
+             }
+             return false;
+           })
       .def("__reduce__", [](const Device& d) {
         return nb::make_tuple(nb::module_::import_("slimtensor").attr("Device"), nb::make_tuple(device_string(d)));
       });

@@ -48,12 +48,30 @@ bool dtype_of_format(const char* f, int64_t itemsize, ScalarType* out) {
   };
   if (s == "b" || s == "h" || s == "i" || s == "l" || s == "q" || s == "n") return integer(true);
   if (s == "B" || s == "H" || s == "I" || s == "L" || s == "Q" || s == "N") return integer(false);
-  if (s == "?") { *out = ScalarType::Bool; return itemsize == 1; }
-  if (s == "e") { *out = ScalarType::Float16; return itemsize == 2; }
-  if (s == "f") { *out = ScalarType::Float32; return itemsize == 4; }
-  if (s == "d") { *out = ScalarType::Float64; return itemsize == 8; }
-  if (s == "Zf") { *out = ScalarType::Complex64; return itemsize == 8; }
-  if (s == "Zd") { *out = ScalarType::Complex128; return itemsize == 16; }
+  if (s == "?") {
+    *out = ScalarType::Bool;
+    return itemsize == 1;
+  }
+  if (s == "e") {
+    *out = ScalarType::Float16;
+    return itemsize == 2;
+  }
+  if (s == "f") {
+    *out = ScalarType::Float32;
+    return itemsize == 4;
+  }
+  if (s == "d") {
+    *out = ScalarType::Float64;
+    return itemsize == 8;
+  }
+  if (s == "Zf") {
+    *out = ScalarType::Complex64;
+    return itemsize == 8;
+  }
+  if (s == "Zd") {
+    *out = ScalarType::Complex128;
+    return itemsize == 16;
+  }
   return false;
 }
 
@@ -66,13 +84,16 @@ int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) {
   const Tensor* t = nb::inst_ptr<Tensor>(self);
   const char* format = format_of(t->dtype());
   if (!t->device().is_cpu()) {
-    PyErr_Format(PyExc_BufferError, "buffer protocol: the tensor is on %s; only CPU tensors export buffers (call .cpu() first)",
+    PyErr_Format(PyExc_BufferError,
+                 "buffer protocol: the tensor is on %s; only CPU tensors export buffers (call .cpu() first)",
                  device_string(t->device()).c_str());
     return -1;
   }
   if (!format) {
-    PyErr_Format(PyExc_BufferError, "buffer protocol: %s has no buffer format; use t.numpy() (bfloat16 and float8 go "
-                 "through ml_dtypes) or t.view(slimtensor.uint16)", name(t->dtype()));
+    PyErr_Format(PyExc_BufferError,
+                 "buffer protocol: %s has no buffer format; use t.numpy() (bfloat16 and float8 go "
+                 "through ml_dtypes) or t.view(slimtensor.uint16)",
+                 name(t->dtype()));
     return -1;
   }
   if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && t->is_read_only()) {
@@ -104,7 +125,8 @@ int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) {
     delete shape;
     Py_DECREF(self);
     view->obj = nullptr;
-    PyErr_SetString(PyExc_BufferError, "buffer protocol: the tensor is not contiguous and the consumer did not ask "
+    PyErr_SetString(PyExc_BufferError,
+                    "buffer protocol: the tensor is not contiguous and the consumer did not ask "
                     "for strides; call .contiguous() first");
     return -1;
   }
@@ -147,13 +169,16 @@ Tensor from_buffer(nb::handle obj, nb::handle dtype_override) {
                                    "bfloat16/float8 arrays of ml_dtypes");
   }
   const int n = view->ndim;
-  if (n > kMaxDims) fail_with(PyExc_ValueError, "from_numpy(): at most " + std::to_string(kMaxDims) + " dims are supported but got " + std::to_string(n));
+  if (n > kMaxDims)
+    fail_with(PyExc_ValueError,
+              "from_numpy(): at most " + std::to_string(kMaxDims) + " dims are supported but got " + std::to_string(n));
   int64_t sizes[kMaxDims], strides[kMaxDims];
   for (int d = 0; d < n; ++d) {
     sizes[d] = view->shape[d];
     const Py_ssize_t bytes = view->strides ? view->strides[d] : 0;
     if (bytes < 0)
-      fail_with(PyExc_ValueError, "from_numpy(): stride[" + std::to_string(d) + "] is negative (" + std::to_string(bytes) +
+      fail_with(PyExc_ValueError, "from_numpy(): stride[" + std::to_string(d) + "] is negative (" +
+                                      std::to_string(bytes) +
                                       " bytes, e.g. from a[::-1]); slimtensor has no negative strides: pass a copy, "
                                       "np.ascontiguousarray(a)");
     if (bytes % view->itemsize != 0)

@@ -114,9 +114,12 @@ ExportArgs parse_export_args(const nb::args& args, const nb::kwargs& kwargs) {
 
 bool numpy_has_dtype(ScalarType t) {
   switch (t) {
-    case ScalarType::BFloat16: case ScalarType::Float8_e4m3fn: case ScalarType::Float8_e4m3fnuz:
-    case ScalarType::Float8_e5m2: case ScalarType::Float8_e5m2fnuz: case ScalarType::Float8_e8m0fnu:
-      return false;
+    case ScalarType::BFloat16:
+    case ScalarType::Float8_e4m3fn:
+    case ScalarType::Float8_e4m3fnuz:
+    case ScalarType::Float8_e5m2:
+    case ScalarType::Float8_e5m2fnuz:
+    case ScalarType::Float8_e8m0fnu: return false;
     default: return true;
   }
 }
@@ -126,8 +129,9 @@ nb::object export_dlpack(const Tensor& self, nb::args args, nb::kwargs kwargs) {
   Tensor t = self;
   const int32_t our_type = dlpack::dl_device_type(t.device());
   if (our_type == 0) {
-    raise(PyExc_BufferError, "__dlpack__(): device " + device_string(t.device()) +
-                                 " has no DLPack device code (its plugin declares none); copy it to the CPU first (t.cpu())");
+    raise(PyExc_BufferError,
+          "__dlpack__(): device " + device_string(t.device()) +
+              " has no DLPack device code (its plugin declares none); copy it to the CPU first (t.cpu())");
   }
   const bool copy_true = a.copy.is_valid() && a.copy.ptr() == Py_True;
   const bool copy_false = a.copy.is_valid() && a.copy.ptr() == Py_False;
@@ -139,7 +143,8 @@ nb::object export_dlpack(const Tensor& self, nb::args args, nb::kwargs kwargs) {
     std::pair<int32_t, int32_t> want;
     if (!nb::try_cast(a.dl_device, want)) {
       throw nb::type_error(("__dlpack__(): dl_device must be a (device_type, device_id) tuple of ints but got " +
-                            py_type_name(a.dl_device)).c_str());
+                            py_type_name(a.dl_device))
+                               .c_str());
     }
     if (want.first != our_type || (want.first != dlpack::kDLCPU && want.second != t.device().index)) {
       if (want.first != dlpack::kDLCPU || copy_false) {
@@ -161,22 +166,23 @@ nb::object export_dlpack(const Tensor& self, nb::args args, nb::kwargs kwargs) {
   if (a.numpy_call && !numpy_has_dtype(t.dtype())) {
     raise(PyExc_BufferError, std::string("__dlpack__(): numpy has no ") + name(t.dtype()) +
                                  " dtype, so np.from_dlpack() cannot take this tensor; use t.numpy() or "
-                                 "np.asarray(t), which give an ml_dtypes." + name(t.dtype()) +
-                                 " array sharing the memory");
+                                 "np.asarray(t), which give an ml_dtypes." +
+                                 name(t.dtype()) + " array sharing the memory");
   }
   bool versioned = false;
   if (a.max_version.is_valid() && !a.max_version.is_none()) {
     std::pair<int, int> v;
     if (!nb::try_cast(a.max_version, v)) {
-      throw nb::type_error(("__dlpack__(): max_version must be a (major, minor) tuple of ints but got " +
-                            py_type_name(a.max_version)).c_str());
+      throw nb::type_error(
+          ("__dlpack__(): max_version must be a (major, minor) tuple of ints but got " + py_type_name(a.max_version))
+              .c_str());
     }
     versioned = v.first >= 1;
   }
   if (versioned) {
-    return capsule_of(dlpack::encode_versioned(std::move(t), copied ? dlpack::kDLPackFlagBitmaskIsCopied : 0,
-                                               "__dlpack__"),
-                      kVersionedName);
+    return capsule_of(
+        dlpack::encode_versioned(std::move(t), copied ? dlpack::kDLPackFlagBitmaskIsCopied : 0, "__dlpack__"),
+        kVersionedName);
   }
   if (t.is_read_only()) {
     // Note [Legacy capsules and read-only]. The consumer chose the legacy protocol, not the user: say what
@@ -247,8 +253,7 @@ Tensor from_capsule(PyObject* capsule, nb::handle producer) {
   ST_CHECK(n != kUsedLegacyName && n != kUsedVersionedName, Value,
            "from_dlpack(): the DLPack capsule was already consumed; a capsule can be imported once: call "
            "__dlpack__() again for a new one");
-  fail(ErrorKind::Type, "from_dlpack(): expected a capsule named 'dltensor' or 'dltensor_versioned' but got '", n,
-       "'");
+  fail(ErrorKind::Type, "from_dlpack(): expected a capsule named 'dltensor' or 'dltensor_versioned' but got '", n, "'");
 }
 
 // Note [DLPack streams] on import: a producer on a device with DLPack streams is given our current stream
@@ -297,7 +302,9 @@ Tensor from_dlpack(nb::handle obj) {
       // ndarray casters accept.
       if (PyObject_CheckBuffer(obj.ptr())) return from_buffer(obj, nb::none());
       throw nb::type_error(("from_dlpack(): expected an object with __dlpack__, a DLPack capsule or a buffer "
-                            "(bytes, bytearray, memoryview) but got " + py_type_name(obj)).c_str());
+                            "(bytes, bytearray, memoryview) but got " +
+                            py_type_name(obj))
+                               .c_str());
     }
     // Producers older than DLPack 1.0 reject max_version with TypeError: ask for a legacy capsule.
     if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw nb::python_error();

@@ -5,18 +5,20 @@
 #include <string>
 
 #include "common.h"
+#include "slimtensor/base/error.h"
 #include "slimtensor/copy/copy.h"
 #include "slimtensor/copy/fill.h"
-#include "slimtensor/base/error.h"
 
 namespace slimtensor::python {
 namespace {
 
 [[noreturn]] void reject(PyObject* item) {
   const std::string type = nb::cast<std::string>(nb::str(nb::handle(item).type().attr("__name__")));
-  throw nb::type_error(("__getitem__(): index of type " + type + " is not supported; slimtensor supports basic "
+  throw nb::type_error(("__getitem__(): index of type " + type +
+                        " is not supported; slimtensor supports basic "
                         "indexing (ints, slices with step >= 1, None, ...), which always returns a view. For "
-                        "gathers, go through numpy: st.asarray(t.numpy()[index])").c_str());
+                        "gathers, go through numpy: st.asarray(t.numpy()[index])")
+                           .c_str());
 }
 
 bool is_int_index(PyObject* item) { return PyLong_Check(item) || (PyIndex_Check(item) && !PyBool_Check(item)); }
@@ -101,25 +103,29 @@ Tensor index(const Tensor& self, nb::handle key) {
 }  // namespace
 
 void bind_indexing(nb::class_<Tensor>& cls) {
-  cls.def("__getitem__", [](const Tensor& t, nb::handle key) { return index(t, key); }, nb::arg("key").none(),
-          nb::sig("def __getitem__(self, key: IndexKey, /) -> Tensor"));
-  cls.def("__setitem__", [](const Tensor& t, nb::handle key, nb::handle value) {
-    const Tensor target = index(t, key);
-    if (Tensor* src; nb::try_cast<Tensor*>(value, src) && src) {
-      copy_(target, *src);
-      return;
-    }
-    PyObject* v = value.ptr();
-    if (PyBool_Check(v) || PyLong_Check(v) || PyFloat_Check(v) || PyComplex_Check(v)) {
-      fill_(target, to_scalar(value, "__setitem__()"));
-      return;
-    }
-    // Anything array-like: convert (a copy) and copy in, broadcasting.
-    nb::object converted = nb::module_::import_("slimtensor").attr("asarray")(value);
-    copy_(target, nb::cast<const Tensor&>(converted));
-  }, nb::arg("key").none(), nb::arg("value").none(),
-     nb::sig("def __setitem__(self, key: IndexKey, value: Tensor | bool | int | float | complex | typing.Any, /) "
-             "-> None"));
+  cls.def(
+      "__getitem__", [](const Tensor& t, nb::handle key) { return index(t, key); }, nb::arg("key").none(),
+      nb::sig("def __getitem__(self, key: IndexKey, /) -> Tensor"));
+  cls.def(
+      "__setitem__",
+      [](const Tensor& t, nb::handle key, nb::handle value) {
+        const Tensor target = index(t, key);
+        if (Tensor* src; nb::try_cast<Tensor*>(value, src) && src) {
+          copy_(target, *src);
+          return;
+        }
+        PyObject* v = value.ptr();
+        if (PyBool_Check(v) || PyLong_Check(v) || PyFloat_Check(v) || PyComplex_Check(v)) {
+          fill_(target, to_scalar(value, "__setitem__()"));
+          return;
+        }
+        // Anything array-like: convert (a copy) and copy in, broadcasting.
+        nb::object converted = nb::module_::import_("slimtensor").attr("asarray")(value);
+        copy_(target, nb::cast<const Tensor&>(converted));
+      },
+      nb::arg("key").none(), nb::arg("value").none(),
+      nb::sig("def __setitem__(self, key: IndexKey, value: Tensor | bool | int | float | complex | typing.Any, /) "
+              "-> None"));
 }
 
 }  // namespace slimtensor::python

@@ -5,11 +5,11 @@
 
 #include "common.h"
 #include "copy/copy_kernels.h"
-#include "slimtensor/runtime/device_registry.h"
-#include "slimtensor/runtime/streams.h"
 #include "slimtensor/base/error.h"
+#include "slimtensor/runtime/device_registry.h"
 #include "slimtensor/runtime/events.h"
 #include "slimtensor/runtime/memory_stats.h"
+#include "slimtensor/runtime/streams.h"
 #include "slimtensor/runtime/threads.h"
 
 namespace slimtensor::python {
@@ -117,40 +117,52 @@ NB_MODULE(_C, m) {
   bind_buffer(m);
   bind_aoti(m);
 
-  m.def("_memory_stats", [](nb::handle device) {
-    const Device d = device.is_none() ? kCPUDevice : to_device(device, "memory_stats()");
-    return stats_dict(d.type, d.index);
-  }, nb::arg("device") = nb::none());
+  m.def(
+      "_memory_stats",
+      [](nb::handle device) {
+        const Device d = device.is_none() ? kCPUDevice : to_device(device, "memory_stats()");
+        return stats_dict(d.type, d.index);
+      },
+      nb::arg("device") = nb::none());
   m.def("_memory_stats_by_code", [](int code) { return stats_dict(static_cast<DeviceType>(code), -1); });
-  m.def("synchronize", [](nb::handle device) {
-    // Note [Streams in the core]: waits for all queued work of a device (every stream), as
-    // torch.cuda.synchronize. None: the current device of every available plugin device type.
-    std::vector<Device> targets;
-    if (!device.is_none()) {
-      targets.push_back(to_device(device, "synchronize()"));
-    } else {
-      for (const DeviceEntry* e : registered_devices()) {
-        if (e->table && e->unavailable_reason.empty()) targets.push_back(Device{e->type, -1});
-      }
-    }
-    nb::gil_scoped_release release;  // plugin work may take long
-    for (const Device d : targets) streams::synchronize_device(d);
-  }, nb::arg("device") = nb::none(),
-     "Waits until all work queued on a device (every stream) has finished: `device` ('cuda', 'cuda:1'), or "
-     "None for the current device of every plugin device type. A no-op for the CPU.");
-  m.def("current_device", [](nb::handle type) {
-    return streams::current_device(to_device(type, "current_device()").type);
-  }, nb::arg("type"), "The calling thread's current device index of a device type ('cuda'): 0 for the CPU.");
-  m.def("set_device", [](nb::handle device) { streams::set_device(to_device(device, "set_device()")); },
-        nb::arg("device"), "Sets the calling thread's current device of that type: set_device('cuda:1').");
-  m.def("reset_peak_memory_stats", [](nb::handle device) {
-    reset_peak_memory(device.is_none() ? kCPU : to_device(device, "reset_peak_memory_stats()").type);
-  }, nb::arg("device") = nb::none(), nb::sig("def reset_peak_memory_stats(device: DeviceLike | None = None) -> None"));
+  m.def(
+      "synchronize",
+      [](nb::handle device) {
+        // Note [Streams in the core]: waits for all queued work of a device (every stream), as
+        // torch.cuda.synchronize. None: the current device of every available plugin device type.
+        std::vector<Device> targets;
+        if (!device.is_none()) {
+          targets.push_back(to_device(device, "synchronize()"));
+        } else {
+          for (const DeviceEntry* e : registered_devices()) {
+            if (e->table && e->unavailable_reason.empty()) targets.push_back(Device{e->type, -1});
+          }
+        }
+        nb::gil_scoped_release release;  // plugin work may take long
+        for (const Device d : targets) streams::synchronize_device(d);
+      },
+      nb::arg("device") = nb::none(),
+      "Waits until all work queued on a device (every stream) has finished: `device` ('cuda', 'cuda:1'), or "
+      "None for the current device of every plugin device type. A no-op for the CPU.");
+  m.def(
+      "current_device",
+      [](nb::handle type) { return streams::current_device(to_device(type, "current_device()").type); },
+      nb::arg("type"), "The calling thread's current device index of a device type ('cuda'): 0 for the CPU.");
+  m.def(
+      "set_device", [](nb::handle device) { streams::set_device(to_device(device, "set_device()")); },
+      nb::arg("device"), "Sets the calling thread's current device of that type: set_device('cuda:1').");
+  m.def(
+      "reset_peak_memory_stats",
+      [](nb::handle device) {
+        reset_peak_memory(device.is_none() ? kCPU : to_device(device, "reset_peak_memory_stats()").type);
+      },
+      nb::arg("device") = nb::none(), nb::sig("def reset_peak_memory_stats(device: DeviceLike | None = None) -> None"));
   m.def("set_num_threads", &set_num_threads, nb::arg("n"),
         "Threads slimtensor's own kernels (large copies and fills) may use.");
   m.def("get_num_threads", &num_threads);
-  m.def("_copy_isa", [] { return std::string(cpu_copy_isa()); },
-        "the copy kernels' instruction set: avx512, avx2 or scalar");
+  m.def(
+      "_copy_isa", [] { return std::string(cpu_copy_isa()); },
+      "the copy kernels' instruction set: avx512, avx2 or scalar");
 
   m.def("_trace_start", &events::start_trace);
   m.def("_trace_stop", [](size_t token) {
@@ -161,34 +173,40 @@ NB_MODULE(_C, m) {
   });
   m.def("_tracing_active", &events::tracing_active);
 
-  m.def("_register_device_plugin", [](nb::handle capsule, const std::string& source) {
-    void* p = PyCapsule_GetPointer(capsule.ptr(), ST_PLUGIN_CAPSULE_NAME);
-    if (!p) throw nb::python_error();
-    const DeviceEntry& e = register_device_plugin(reinterpret_cast<st_plugin_init_fn>(p), source);
-    return e.name;
-  }, nb::arg("capsule"), nb::arg("source"));
-  m.def("_set_device_autoload_hook", [](nb::object hook) {
-    // The Python callable lives in a raw slot touched only with the GIL held; the C++ hook captures
-    // nothing, so copying it (find_device does, without the GIL) never touches a Python refcount.
-    static PyObject* g_hook = nullptr;
-    Py_XDECREF(g_hook);
-    g_hook = nullptr;
-    if (hook.is_none()) {
-      set_device_autoload_hook(nullptr);
-      return;
-    }
-    g_hook = hook.release().ptr();
-    set_device_autoload_hook([]() {
-      nb::gil_scoped_acquire gil;
-      if (!g_hook) return;
-      nb::object callable = nb::borrow(g_hook);
-      try {
-        callable();
-      } catch (nb::python_error& e) {
-        e.discard_as_unraisable("slimtensor device autoload");
-      }
-    });
-  }, nb::arg("hook").none());
+  m.def(
+      "_register_device_plugin",
+      [](nb::handle capsule, const std::string& source) {
+        void* p = PyCapsule_GetPointer(capsule.ptr(), ST_PLUGIN_CAPSULE_NAME);
+        if (!p) throw nb::python_error();
+        const DeviceEntry& e = register_device_plugin(reinterpret_cast<st_plugin_init_fn>(p), source);
+        return e.name;
+      },
+      nb::arg("capsule"), nb::arg("source"));
+  m.def(
+      "_set_device_autoload_hook",
+      [](nb::object hook) {
+        // The Python callable lives in a raw slot touched only with the GIL held; the C++ hook captures
+        // nothing, so copying it (find_device does, without the GIL) never touches a Python refcount.
+        static PyObject* g_hook = nullptr;
+        Py_XDECREF(g_hook);
+        g_hook = nullptr;
+        if (hook.is_none()) {
+          set_device_autoload_hook(nullptr);
+          return;
+        }
+        g_hook = hook.release().ptr();
+        set_device_autoload_hook([]() {
+          nb::gil_scoped_acquire gil;
+          if (!g_hook) return;
+          nb::object callable = nb::borrow(g_hook);
+          try {
+            callable();
+          } catch (nb::python_error& e) {
+            e.discard_as_unraisable("slimtensor device autoload");
+          }
+        });
+      },
+      nb::arg("hook").none());
   m.def("_devices", []() {
     nb::list out;
     for (const DeviceEntry* e : registered_devices()) {

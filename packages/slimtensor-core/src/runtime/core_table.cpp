@@ -3,9 +3,9 @@
 //
 // Note [Core table]
 // Plugins call these from any thread (a stream's worker, a destructor), so none of them throws: failures
-// return non-zero and leave a thread-local message for core_last_error (the buffer of slimtensor_last_error). convert and convert_strided are
-// the CPU copy_'s own kernels (plan_copy_dims + run_cpu_copy, Note [Conversion rules]), never a second set
-// of conversion rules; they touch no storage, counter or trace.
+// return non-zero and leave a thread-local message for core_last_error (the buffer of slimtensor_last_error). convert
+// and convert_strided are the CPU copy_'s own kernels (plan_copy_dims + run_cpu_copy, Note [Conversion rules]), never a
+// second set of conversion rules; they touch no storage, counter or trace.
 #include "runtime/core_table.h"
 
 #include <dlfcn.h>
@@ -58,12 +58,14 @@ int32_t core_itemsize(int32_t code) {
 void check_pair(const char* fn, int32_t dst_code, int32_t src_code, ScalarType* dst, ScalarType* src) {
   const ScalarTypeInfo* d = scalar_type_info(dst_code);
   const ScalarTypeInfo* s = scalar_type_info(src_code);
-  ST_CHECK(d && s, Value, fn, ": dtype code ", d ? src_code : dst_code, " is not a c10 ScalarType that "
+  ST_CHECK(d && s, Value, fn, ": dtype code ", d ? src_code : dst_code,
+           " is not a c10 ScalarType that "
            "slimtensor knows; pass c10 codes (6 float32, 15 bfloat16, ...)");
   *dst = static_cast<ScalarType>(dst_code);
   *src = static_cast<ScalarType>(src_code);
   ST_CHECK(*dst == *src || (d->convertible && s->convertible), Value, fn, ": conversion from ", s->name, " to ",
-           d->name, " is not supported (float8/float4 types only move between tensors of the same dtype); "
+           d->name,
+           " is not supported (float8/float4 types only move between tensors of the same dtype); "
            "copy their bytes as uint8");
 }
 
@@ -100,8 +102,8 @@ int core_convert_strided(const st_strided_copy_v2* desc) {
   return guarded([&] {
     const char* fn = "st_core_table.convert_strided()";
     ST_CHECK(desc != nullptr, Value, fn, ": desc is NULL");
-    ST_CHECK(desc->struct_size >= sizeof(st_strided_copy_v2), Value, fn, ": desc->struct_size is ",
-             desc->struct_size, " but st_strided_copy_v2 has ", sizeof(st_strided_copy_v2),
+    ST_CHECK(desc->struct_size >= sizeof(st_strided_copy_v2), Value, fn, ": desc->struct_size is ", desc->struct_size,
+             " but st_strided_copy_v2 has ", sizeof(st_strided_copy_v2),
              " bytes; set it to sizeof(st_strided_copy_v2)");
     const int n = desc->ndim;
     ST_CHECK(n >= 0 && n <= kMaxCopyDims, Value, fn, ": ndim must be in [0, ", kMaxCopyDims, "] but is ", n);
@@ -123,7 +125,8 @@ int core_convert_strided(const st_strided_copy_v2* desc) {
     ST_CHECK(internal_overlap(desc->sizes, desc->dst_strides, n) != Overlap::Yes, Value, fn,
              ": two elements of the destination share memory (a stride of 0 or overlapping strides); the "
              "destination must not overlap itself");
-    ST_CHECK(desc->dst.handle && desc->src.handle, Value, fn, ": dst.handle or src.handle is NULL; pass host "
+    ST_CHECK(desc->dst.handle && desc->src.handle, Value, fn,
+             ": dst.handle or src.handle is NULL; pass host "
              "addresses (byte_offset is added to them)");
     CpuCopyPlan p;
     plan_copy_dims(n, desc->sizes, desc->dst_strides, itemsize(dt), desc->src_strides, itemsize(stp), p);
@@ -176,17 +179,9 @@ void* core_symbol(const char* name) {
 }
 
 const st_core_table kCoreTable = {
-    sizeof(st_core_table),
-    ST_PLUGIN_ABI_MAJOR,
-    ST_PLUGIN_ABI_MINOR,
-    "0.1.0",
-    core_itemsize,
-    core_note_device_memory,
-    core_convert,
-    core_convert_strided,
-    core_trace_device_event,
-    core_last_error,
-    core_symbol,
+    sizeof(st_core_table),   ST_PLUGIN_ABI_MAJOR,     ST_PLUGIN_ABI_MINOR, "0.1.0",
+    core_itemsize,           core_note_device_memory, core_convert,        core_convert_strided,
+    core_trace_device_event, core_last_error,         core_symbol,
 };
 
 }  // namespace

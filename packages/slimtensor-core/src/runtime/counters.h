@@ -36,11 +36,12 @@ struct alignas(64) Bytes {
 // inside the static TLS that glibc keeps for libraries loaded with dlopen.
 // Clang has no -fno-extern-tls-init: telling it the variable is constant-initialised drops the TLS wrapper.
 #if defined(__clang__)
-#define ST_CONSTANT_INIT __attribute__((require_constant_initialization))
+#  define ST_CONSTANT_INIT __attribute__((require_constant_initialization))
 #else
-#define ST_CONSTANT_INIT
+#  define ST_CONSTANT_INIT
 #endif
-extern thread_local CountBlock* t_block __attribute__((tls_model("initial-exec"), visibility("hidden"))) ST_CONSTANT_INIT;
+extern thread_local CountBlock* t_block
+    __attribute__((tls_model("initial-exec"), visibility("hidden"))) ST_CONSTANT_INIT;
 extern Bytes g_bytes[kMaxDeviceTypes] __attribute__((visibility("hidden")));
 // Device memory plugins hold outside storages, as they report it (st_core_table.note_device_memory).
 extern Bytes g_plugin_bytes[kMaxDeviceTypes] __attribute__((visibility("hidden")));
@@ -66,8 +67,7 @@ inline void storage_created(DeviceType type, int64_t bytes, bool owning) noexcep
   Bytes& b = g_bytes[slot_of(type)];
   const int64_t live = b.live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   int64_t peak = b.peak.load(std::memory_order_relaxed);
-  while (live > peak && !b.peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
-  }
+  while (live > peak && !b.peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {}
 }
 
 inline void storage_destroyed(DeviceType type, int64_t bytes, bool owning) noexcept {
@@ -79,8 +79,7 @@ inline void plugin_memory(DeviceType type, int64_t delta) noexcept {
   Bytes& b = g_plugin_bytes[slot_of(type)];
   const int64_t live = b.live.fetch_add(delta, std::memory_order_relaxed) + delta;
   int64_t peak = b.peak.load(std::memory_order_relaxed);
-  while (live > peak && !b.peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
-  }
+  while (live > peak && !b.peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {}
 }
 
 inline void tensor_created(DeviceType type) noexcept { bump(kTensors, type, 1); }

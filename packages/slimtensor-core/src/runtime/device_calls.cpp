@@ -30,10 +30,11 @@ inline char* address_1_0(st_memory_ref r) noexcept { return static_cast<char*>(r
 void* allocate(const DeviceEntry& e, int32_t index, uint64_t nbytes, void* stream, const char* function) {
   const st_device_table& t = *e.table;
   void* handle = nullptr;
-  const int rc = is_1_0(e) ? t.allocate(t.ctx, index, nbytes, &handle) : t.allocate_v2(t.ctx, index, nbytes, stream, &handle);
+  const int rc =
+      is_1_0(e) ? t.allocate(t.ctx, index, nbytes, &handle) : t.allocate_v2(t.ctx, index, nbytes, stream, &handle);
   if (rc != 0 || handle == nullptr) {
-    fail(ErrorKind::Memory, call_name(function), ": ", e.name, ":", index, " could not allocate ", nbytes, " bytes: ",
-         rc != 0 ? plugin_error(e) : "the plugin returned success but a NULL handle");
+    fail(ErrorKind::Memory, call_name(function), ": ", e.name, ":", index, " could not allocate ", nbytes,
+         " bytes: ", rc != 0 ? plugin_error(e) : "the plugin returned success but a NULL handle");
   }
   return handle;
 }
@@ -81,8 +82,9 @@ void copy_strided(const DeviceEntry& e, const st_strided_copy_v2& d, void* strea
   const st_device_table& t = *e.table;
   int rc;
   if (is_1_0(e)) {
-    const st_strided_copy_desc old{d.ndim,          d.sizes,       address_1_0(d.dst), d.dst_strides,
-                                   d.dst_dtype,     address_1_0(d.src), d.src_strides, d.src_dtype};
+    const st_strided_copy_desc old{d.ndim,        d.sizes,     address_1_0(d.dst),
+                                   d.dst_strides, d.dst_dtype, address_1_0(d.src),
+                                   d.src_strides, d.src_dtype};
     rc = t.copy_strided(t.ctx, d.dst.device_index, &old);
   } else {
     rc = t.copy_strided_v2(t.ctx, &d, stream);
@@ -90,7 +92,9 @@ void copy_strided(const DeviceEntry& e, const st_strided_copy_v2& d, void* strea
   check(rc, e, d.dst.device_index, function, "strided copy");
 }
 
-bool can_fill(const DeviceEntry& e) noexcept { return is_1_0(e) ? e.table->fill != nullptr : e.table->fill_v2 != nullptr; }
+bool can_fill(const DeviceEntry& e) noexcept {
+  return is_1_0(e) ? e.table->fill != nullptr : e.table->fill_v2 != nullptr;
+}
 
 void fill(const DeviceEntry& e, st_memory_ref dst, uint64_t nbytes, const void* pattern, uint32_t pattern_size,
           void* stream, const char* function) {
@@ -112,7 +116,8 @@ void* current_stream(const DeviceEntry& e, int32_t index, const char* function) 
   void* stream = nullptr;
   check(t.current_stream(t.ctx, index, &stream), e, index, function, "current_stream");
   if (stream == ST_STREAM_CURRENT) {
-    fail(ErrorKind::Runtime, call_name(function), ": ", e.name, ":", index, " current_stream returned "
+    fail(ErrorKind::Runtime, call_name(function), ": ", e.name, ":", index,
+         " current_stream returned "
          "ST_STREAM_CURRENT instead of a real stream; the plugin is broken: report it to its authors");
   }
   return stream;
@@ -146,9 +151,10 @@ int32_t current_device(const DeviceEntry& e, const char* function) {
 
 void set_current_device(const DeviceEntry& e, int32_t index, const char* function) {
   if (is_1_0(e)) {
-    ST_CHECK(index == 0, Runtime, call_name(function), ": '", e.name, "' is a device-plugin ABI 1.0 plugin, "
-             "which has no current device (always index 0); pass the index explicitly ('", e.name, ":", index,
-             "') or upgrade the plugin");
+    ST_CHECK(index == 0, Runtime, call_name(function), ": '", e.name,
+             "' is a device-plugin ABI 1.0 plugin, "
+             "which has no current device (always index 0); pass the index explicitly ('",
+             e.name, ":", index, "') or upgrade the plugin");
     return;
   }
   check(e.table->set_current_device(e.table->ctx, index), e, index, function, "set_current_device");

@@ -20,7 +20,7 @@ std::array<std::atomic<const DeviceEntry*>, kMaxDeviceTypes> g_by_code{};
 std::mutex g_mutex;
 std::vector<const DeviceEntry*> g_entries;  // registration order, guarded by g_mutex
 std::function<void()> g_autoload_hook;      // guarded by g_mutex
-thread_local bool t_in_autoload = false;  // this thread is inside the hook: do not re-enter it
+thread_local bool t_in_autoload = false;    // this thread is inside the hook: do not re-enter it
 
 const DeviceEntry* make_cpu_entry() {
   auto* cpu = new DeviceEntry;  // lives for the process (Note [Device registry])
@@ -71,10 +71,12 @@ std::string missing_functions(const st_device_table& t) {
   need(fn(t.get_current_device), "get_current_device");
   need(fn(t.set_current_device), "set_current_device");
   // Groups that are optional together: all or none.
-  const int events = !!t.event_create + !!t.event_destroy + !!t.event_record + !!t.stream_wait_event +
-                     !!t.event_synchronize;
-  if (events != 0 && events != 5) need(nullptr, "all five event functions (event_create, event_destroy, "
-                                                "event_record, stream_wait_event, event_synchronize) or none");
+  const int events =
+      !!t.event_create + !!t.event_destroy + !!t.event_record + !!t.stream_wait_event + !!t.event_synchronize;
+  if (events != 0 && events != 5)
+    need(nullptr,
+         "all five event functions (event_create, event_destroy, "
+         "event_record, stream_wait_event, event_synchronize) or none");
   if (!t.stream_to_dlpack != !t.stream_from_dlpack) need(nullptr, "stream_to_dlpack and stream_from_dlpack together");
   if (!t.host_allocate != !t.host_free) need(nullptr, "host_allocate and host_free together");
   return missing;
@@ -161,16 +163,16 @@ const DeviceEntry& register_device_plugin(st_plugin_init_fn init, const std::str
            t->abi_major, ".", t->abi_minor, " but slimtensor-core ", core.core_version, " speaks ABI ",
            ST_PLUGIN_ABI_MAJOR, ".", ST_PLUGIN_ABI_MINOR,
            "; install matching versions: pip install -U slimtensor-core and the plugin");
-  ST_CHECK(t->abi_minor <= ST_PLUGIN_ABI_MINOR, Runtime, who, ": the plugin needs device-plugin ABI ",
-           t->abi_major, ".", t->abi_minor, " but slimtensor-core ", core.core_version, " has ",
-           ST_PLUGIN_ABI_MAJOR, ".", ST_PLUGIN_ABI_MINOR, "; upgrade the core: pip install -U slimtensor-core");
+  ST_CHECK(t->abi_minor <= ST_PLUGIN_ABI_MINOR, Runtime, who, ": the plugin needs device-plugin ABI ", t->abi_major,
+           ".", t->abi_minor, " but slimtensor-core ", core.core_version, " has ", ST_PLUGIN_ABI_MAJOR, ".",
+           ST_PLUGIN_ABI_MINOR, "; upgrade the core: pip install -U slimtensor-core");
   const uint32_t known = kTableSizeForMinor[t->abi_minor];
-  ST_CHECK(t->struct_size >= known, Runtime, who, ": the plugin's device table has ", t->struct_size,
-           " bytes but ABI ", ST_PLUGIN_ABI_MAJOR, ".", t->abi_minor, " defines ", known,
+  ST_CHECK(t->struct_size >= known, Runtime, who, ": the plugin's device table has ", t->struct_size, " bytes but ABI ",
+           ST_PLUGIN_ABI_MAJOR, ".", t->abi_minor, " defines ", known,
            "; the plugin is damaged or mislabeled: reinstall it, and pip install -U slimtensor-core");
   ST_CHECK(valid_name(t->name), Runtime, who, ": the plugin's device name must be lower-case [a-z0-9_]");
-  ST_CHECK(t->device_type > 0 && t->device_type < kMaxDeviceTypes, Runtime, who, ": device type code ",
-           t->device_type, " is outside [1, ", kMaxDeviceTypes - 1, "]");
+  ST_CHECK(t->device_type > 0 && t->device_type < kMaxDeviceTypes, Runtime, who, ": device type code ", t->device_type,
+           " is outside [1, ", kMaxDeviceTypes - 1, "]");
   const std::string missing = missing_functions(*t);
   ST_CHECK(missing.empty(), Runtime, who, ": the device table (ABI ", t->abi_major, ".", t->abi_minor, ") of '",
            t->name, "' lacks what its minor requires: ", missing,
@@ -178,8 +180,7 @@ const DeviceEntry& register_device_plugin(st_plugin_init_fn init, const std::str
 
   std::lock_guard<std::mutex> lock(g_mutex);
   for (const DeviceEntry* e : g_entries) {
-    ST_CHECK(e->name != t->name, Runtime, who, ": a device named '", t->name, "' is already registered by ",
-             e->source);
+    ST_CHECK(e->name != t->name, Runtime, who, ": a device named '", t->name, "' is already registered by ", e->source);
   }
   ST_CHECK(g_by_code[t->device_type].load() == nullptr, Runtime, who, ": device type code ", t->device_type,
            " is already taken by '", g_by_code[t->device_type].load()->name, "'");

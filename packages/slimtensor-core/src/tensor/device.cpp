@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "slimtensor/runtime/device_registry.h"
 #include "slimtensor/base/error.h"
+#include "slimtensor/runtime/device_registry.h"
 
 namespace slimtensor {
 namespace {
@@ -41,8 +41,10 @@ Device parse_device(std::string_view text, const char* function) {
       if (c < '0' || c > '9') ok = false;
       index = index * 10 + (c - '0');
     }
-    ST_CHECK(ok, Value, function, ": expected a device 'type' or 'type:index' with a decimal index in [0, 9999] but "
-             "got '", std::string(text), "'");
+    ST_CHECK(ok, Value, function,
+             ": expected a device 'type' or 'type:index' with a decimal index in [0, 9999] but "
+             "got '",
+             std::string(text), "'");
   }
   DeviceType type = builtin_code(name);
   if (type < 0) {

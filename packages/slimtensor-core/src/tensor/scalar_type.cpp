@@ -13,8 +13,8 @@ struct Alias {
   ScalarType type;
 };
 constexpr Alias kAliases[] = {
-    {"float", ScalarType::Float32},   {"double", ScalarType::Float64}, {"half", ScalarType::Float16},
-    {"int", ScalarType::Int32},       {"long", ScalarType::Int64},     {"short", ScalarType::Int16},
+    {"float", ScalarType::Float32},    {"double", ScalarType::Float64},     {"half", ScalarType::Float16},
+    {"int", ScalarType::Int32},        {"long", ScalarType::Int64},         {"short", ScalarType::Int16},
     {"cfloat", ScalarType::Complex64}, {"cdouble", ScalarType::Complex128}, {"chalf", ScalarType::Complex32},
 };
 

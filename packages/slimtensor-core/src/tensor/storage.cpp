@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <new>
 
-#include "slimtensor/runtime/device_registry.h"
 #include "slimtensor/base/error.h"
+#include "slimtensor/runtime/device_registry.h"
 #include "slimtensor/runtime/events.h"
 
 #include "runtime/counters.h"
@@ -197,14 +197,17 @@ StorageImpl* StorageImpl::borrow_device(Device device, void* handle, uint64_t ha
                                         const char* function) {
   if (device.is_cpu()) {
     // Host memory is an address: the offset is applied here, once.
-    ST_CHECK(handle != nullptr || nbytes == 0, Value, call_name(function), ": data is NULL but the view has "
+    ST_CHECK(handle != nullptr || nbytes == 0, Value, call_name(function),
+             ": data is NULL but the view has "
              "elements; pass a valid pointer (a null one is allowed only for zero elements)");
     char* base = handle ? static_cast<char*>(handle) + handle_offset : nullptr;
     return borrow(device, base, nbytes, deleter, context, read_only, owner, function);
   }
   ST_CHECK(nbytes >= 0, Value, call_name(function), ": expected a byte count >= 0 but got ", nbytes);
-  ST_CHECK(handle != nullptr || nbytes == 0, Value, call_name(function), ": the device memory handle is NULL but "
-           "the view has elements (", nbytes, " bytes); pass the allocation's handle (NULL only for zero elements)");
+  ST_CHECK(handle != nullptr || nbytes == 0, Value, call_name(function),
+           ": the device memory handle is NULL but "
+           "the view has elements (",
+           nbytes, " bytes); pass the allocation's handle (NULL only for zero elements)");
   ST_CHECK(handle_offset <= static_cast<uint64_t>(INT64_MAX), Value, call_name(function), ": the byte offset ",
            handle_offset, " into the allocation does not fit in int64");
   device = resolve_device(device, function);

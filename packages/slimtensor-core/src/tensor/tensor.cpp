@@ -33,8 +33,8 @@ void trace_tensor(EventKind kind, const Tensor& t, uint64_t id, const char* op) 
 
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* function) {
   const int64_t lo = ndim > 0 ? -ndim : -1, hi = ndim > 0 ? ndim - 1 : 0;
-  ST_CHECK(dim >= lo && dim <= hi, Index, function, ": dimension out of range (expected to be in range of [", lo,
-           ", ", hi, "], but got ", dim, ")");
+  ST_CHECK(dim >= lo && dim <= hi, Index, function, ": dimension out of range (expected to be in range of [", lo, ", ",
+           hi, "], but got ", dim, ")");
   return dim < 0 ? dim + (ndim > 0 ? ndim : 1) : dim;
 }
 
@@ -75,7 +75,8 @@ int64_t storage_bytes_needed(IntList sizes, IntList strides, int64_t offset, int
   int64_t bytes = 0;
   overflow |= add_overflows(last, 1, &last);
   overflow |= mul_overflows(last, itemsize, &bytes);
-  ST_CHECK(!overflow, Value, function, ": the byte extent of the view overflows int64 (sizes, strides or offset "
+  ST_CHECK(!overflow, Value, function,
+           ": the byte extent of the view overflows int64 (sizes, strides or offset "
            "too large)");
   return bytes;
 }
@@ -99,8 +100,8 @@ Tensor Tensor::make(Storage storage, Dims dims, int64_t offset, ScalarType dtype
 }
 
 void Tensor::set_layout(IntList sizes, IntList strides, int64_t offset, ScalarType dtype, const char* op) {
-  ST_CHECK(sizes.size == strides.size, Value, call_name(op), ": sizes have ", sizes.size,
-           " dims but strides have ", strides.size, "; give one stride per dim");
+  ST_CHECK(sizes.size == strides.size, Value, call_name(op), ": sizes have ", sizes.size, " dims but strides have ",
+           strides.size, "; give one stride per dim");
   ST_CHECK(sizes.size <= 64, Value, call_name(op), ": at most 64 dims are supported but got ", sizes.size);
   dims_.resize(static_cast<int>(sizes.size));
   int64_t* sz = dims_.sizes();
@@ -159,7 +160,7 @@ int64_t Tensor::check_layout(const char* op) {
   for (int d = n - 1; d >= 0; --d) {
     const int64_t size = sz[d], stride = st[d];
     negative |= (size | stride) < 0;
-    if (size < 0) continue;  // reported below; size - 1 could overflow (INT64_MIN)
+    if (size < 0) continue;                          // reported below; size - 1 could overflow (INT64_MIN)
     if (size != 1) contiguous &= stride == nonzero;  // only read when no size is 0
     if (size == 0) {
       empty = true;
@@ -191,7 +192,8 @@ void Tensor::report_overflow(const char* op) const {
   }
   ST_CHECK(!mul_overflows(product, itemsize(), &product), Value, name,
            ": the size in bytes overflows int64 (numel * itemsize is too large)");
-  fail(ErrorKind::Value, name, ": the byte extent of the view overflows int64 (storage_offset + sum of "
+  fail(ErrorKind::Value, name,
+       ": the byte extent of the view overflows int64 (storage_offset + sum of "
        "stride * (size - 1), times the itemsize, is too large)");
 }
 
@@ -201,8 +203,8 @@ void Tensor::report_bad_layout(const char* op) const {
   ST_CHECK(offset_ >= 0, Value, name, ": storage_offset must be >= 0 but got ", offset_);
   for (int d = 0; d < ndim(); ++d) {
     ST_CHECK(sizes()[d] >= 0, Value, name, ": sizes must be >= 0 but size[", d, "] is ", sizes()[d]);
-    ST_CHECK(strides()[d] >= 0, Value, name, ": negative strides are not supported (stride[", d, "] is ",
-             strides()[d], "); slimtensor rejects them where PyTorch also does for views: make the layout with "
+    ST_CHECK(strides()[d] >= 0, Value, name, ": negative strides are not supported (stride[", d, "] is ", strides()[d],
+             "); slimtensor rejects them where PyTorch also does for views: make the layout with "
              "flip-free strides");
   }
   fail(ErrorKind::Runtime, name, ": invalid layout");  // not reached: the caller saw one of the above

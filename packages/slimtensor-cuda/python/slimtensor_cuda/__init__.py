@@ -12,15 +12,40 @@ import contextlib
 import importlib.util
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 __all__ = [
-    "Event", "Stream", "DeviceProperties", "current_device", "current_stream", "default_stream", "device",
-    "device_count", "empty_cache", "from_cuda_array_interface", "cuda_array_interface", "get_device_capability",
-    "get_device_name", "get_device_properties", "is_available", "max_memory_allocated", "max_memory_reserved",
-    "mem_get_info", "memory_allocated", "memory_reserved", "memory_stats", "memory_summary", "register",
-    "reset_peak_memory_stats", "set_device", "set_stream", "stream", "synchronize", "unavailable_reason",
+    "Event",
+    "Stream",
+    "DeviceProperties",
+    "current_device",
+    "current_stream",
+    "default_stream",
+    "device",
+    "device_count",
+    "empty_cache",
+    "from_cuda_array_interface",
+    "cuda_array_interface",
+    "get_device_capability",
+    "get_device_name",
+    "get_device_properties",
+    "is_available",
+    "max_memory_allocated",
+    "max_memory_reserved",
+    "mem_get_info",
+    "memory_allocated",
+    "memory_reserved",
+    "memory_stats",
+    "memory_summary",
+    "register",
+    "reset_peak_memory_stats",
+    "set_device",
+    "set_stream",
+    "stream",
+    "synchronize",
+    "unavailable_reason",
 ]
 
 CUDART_SONAME = "libcudart.so.13"
@@ -50,9 +75,7 @@ def _load() -> Any:
             return _native
         cudart = _wheel_cudart()
         if cudart is None:
-            _native_error = (
-                f"the CUDA runtime {CUDART_SONAME} of the nvidia-cuda-runtime wheel is not installed: {CUDART_INSTALL_HINT}"
-            )
+            _native_error = f"the CUDA runtime {CUDART_SONAME} of the nvidia-cuda-runtime wheel is not installed: {CUDART_INSTALL_HINT}"
             return None
         try:
             import ctypes
@@ -100,7 +123,12 @@ def register() -> None:
 def _state() -> dict[str, bool]:
     """Which lazy steps have run: native_loaded, probed, driver_initialised, context_touched."""
     if _native is None:
-        return {"native_loaded": False, "probed": False, "driver_initialised": False, "context_touched": False}
+        return {
+            "native_loaded": False,
+            "probed": False,
+            "driver_initialised": False,
+            "context_touched": False,
+        }
     return {"native_loaded": True, **_native.state()}
 
 
@@ -132,7 +160,9 @@ def _index(dev: Any, what: str = "device") -> int | None:
     if isinstance(dev, str):
         name, _, idx = dev.partition(":")
         if name != "cuda" or (idx and not idx.isdigit()):
-            raise ValueError(f"slimtensor_cuda: {what} {dev!r} is not a CUDA device; expected 'cuda' or 'cuda:N'")
+            raise ValueError(
+                f"slimtensor_cuda: {what} {dev!r} is not a CUDA device; expected 'cuda' or 'cuda:N'"
+            )
         return int(idx) if idx else None
     index = getattr(dev, "index", None)
     dtype = getattr(dev, "type", "cuda")
@@ -217,7 +247,7 @@ class Stream:
         self._owned = True
 
     @classmethod
-    def _wrap(cls, device: int, handle: int) -> "Stream":
+    def _wrap(cls, device: int, handle: int) -> Stream:
         s = object.__new__(cls)
         s._device, s._handle, s._priority, s._owned = device, handle, 0, False
         return s
@@ -248,13 +278,13 @@ class Stream:
     def synchronize(self) -> None:
         _C_or_raise().stream_synchronize(self._device, self._handle)
 
-    def wait_event(self, event: "Event") -> None:
+    def wait_event(self, event: Event) -> None:
         _C_or_raise().stream_wait_event(self._device, self._handle, event._event_for(self._device))
 
-    def wait_stream(self, other: "Stream") -> None:
+    def wait_stream(self, other: Stream) -> None:
         self.wait_event(other.record_event())
 
-    def record_event(self, event: "Event | None" = None) -> "Event":
+    def record_event(self, event: Event | None = None) -> Event:
         event = Event() if event is None else event
         event.record(self)
         return event
@@ -308,9 +338,13 @@ class Event:
 
     __slots__ = ("_handle", "_device", "enable_timing", "blocking", "__weakref__")
 
-    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> None:
+    def __init__(
+        self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
+    ) -> None:
         if interprocess:
-            raise ValueError("slimtensor_cuda.Event(): interprocess events are not supported; use interprocess=False")
+            raise ValueError(
+                "slimtensor_cuda.Event(): interprocess events are not supported; use interprocess=False"
+            )
         self.enable_timing, self.blocking = bool(enable_timing), bool(blocking)
         self._handle: int | None = None  # created on first record, on that stream's device (as torch)
         self._device = -1
@@ -346,7 +380,7 @@ class Event:
         if self._handle is not None:
             _C_or_raise().event_synchronize(self._handle)
 
-    def elapsed_time(self, end: "Event") -> float:
+    def elapsed_time(self, end: Event) -> float:
         """Milliseconds from this event to `end` (both recorded, completed, with enable_timing=True)."""
         if not (self.enable_timing and end.enable_timing):
             raise ValueError("slimtensor_cuda.Event.elapsed_time(): both events need enable_timing=True")
@@ -415,13 +449,25 @@ def memory_summary(device: Any = None) -> str:
     rows = [
         ("allocated", _fmt(s["allocated_bytes"]), f"peak {_fmt(s['peak_allocated_bytes'])}"),
         ("requested", _fmt(s["requested_bytes"]), "what callers asked for (before rounding to 512 B)"),
-        ("reserved", _fmt(s["reserved_bytes"]), f"peak {_fmt(s['peak_reserved_bytes'])}, {s['segments']} segments"),
+        (
+            "reserved",
+            _fmt(s["reserved_bytes"]),
+            f"peak {_fmt(s['peak_reserved_bytes'])}, {s['segments']} segments",
+        ),
         ("cached (free)", _fmt(s["cached_bytes"]), "in free blocks, reused on the stream that freed them"),
-        ("active blocks", str(s["active_blocks"]), f"{s['pending_free_blocks']} freed, waiting for other streams"),
+        (
+            "active blocks",
+            str(s["active_blocks"]),
+            f"{s['pending_free_blocks']} freed, waiting for other streams",
+        ),
         ("cudaMalloc calls", str(s["raw_mallocs"]), f"{s['raw_frees']} cudaFree calls"),
         ("cache hits", str(s["cache_hits"]), f"{s['cache_misses']} misses"),
         ("splits / merges", f"{s['splits']} / {s['merges']}", ""),
-        ("out of memory", str(s["ooms"]), f"{s['alloc_retries']} retries after freeing the cache, {s['failed_allocations']} failed"),
+        (
+            "out of memory",
+            str(s["ooms"]),
+            f"{s['alloc_retries']} retries after freeing the cache, {s['failed_allocations']} failed",
+        ),
     ]
     width = max(len(r[0]) for r in rows)
     lines = [f"slimtensor CUDA allocator, cuda:{idx} ({C.ALLOC_CONF_ENV}={conf or '<unset>'})", "-" * 72]
@@ -431,9 +477,20 @@ def memory_summary(device: Any = None) -> str:
 
 # ---- __cuda_array_interface__ (v3) -----------------------------------------------------------------------
 _TYPESTR = {
-    "bool": "|b1", "uint8": "|u1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
-    "uint16": "<u2", "uint32": "<u4", "uint64": "<u8", "float16": "<f2", "float32": "<f4", "float64": "<f8",
-    "complex64": "<c8", "complex128": "<c16",
+    "bool": "|b1",
+    "uint8": "|u1",
+    "int8": "|i1",
+    "int16": "<i2",
+    "int32": "<i4",
+    "int64": "<i8",
+    "uint16": "<u2",
+    "uint32": "<u4",
+    "uint64": "<u8",
+    "float16": "<f2",
+    "float32": "<f4",
+    "float64": "<f8",
+    "complex64": "<c8",
+    "complex128": "<c16",
 }
 _FROM_TYPESTR = {v: k for k, v in _TYPESTR.items()}
 _FROM_TYPESTR.update({"<b1": "bool", "<u1": "uint8", "<i1": "int8"})
@@ -448,7 +505,9 @@ def cuda_array_interface(t: Any, stream: Stream | None = None) -> dict[str, Any]
     """The ``__cuda_array_interface__`` (v3) dict of a slimtensor CUDA tensor: data pointer, shape, byte
     strides, typestr and the stream its pending work is on (the consumer synchronises with it)."""
     if str(getattr(t.device, "type", t.device)) != "cuda":
-        raise TypeError(f"cuda_array_interface(): the tensor is on {t.device}, not a CUDA device; use .cuda() first")
+        raise TypeError(
+            f"cuda_array_interface(): the tensor is on {t.device}, not a CUDA device; use .cuda() first"
+        )
     name = t.dtype.name
     if name not in _TYPESTR:
         raise TypeError(
@@ -486,11 +545,15 @@ def from_cuda_array_interface(obj: Any) -> Any:
     if version < 2:
         raise ValueError(f"from_cuda_array_interface(): version {version}; expected 2 or 3")
     if cai.get("mask") is not None:
-        raise ValueError("from_cuda_array_interface(): masked arrays are not supported; pass the data without a mask")
+        raise ValueError(
+            "from_cuda_array_interface(): masked arrays are not supported; pass the data without a mask"
+        )
     typestr = cai["typestr"]
     if typestr not in _FROM_TYPESTR:
-        raise TypeError(f"from_cuda_array_interface(): typestr {typestr!r} has no slimtensor dtype "
-                        f"(known: {sorted(_FROM_TYPESTR)})")
+        raise TypeError(
+            f"from_cuda_array_interface(): typestr {typestr!r} has no slimtensor dtype "
+            f"(known: {sorted(_FROM_TYPESTR)})"
+        )
     dtype = getattr(st, _FROM_TYPESTR[typestr])
     shape = tuple(int(x) for x in cai["shape"])
     ptr, _readonly = cai["data"]
@@ -503,16 +566,20 @@ def from_cuda_array_interface(obj: Any) -> Any:
         strides = tuple(reversed(strides))
     else:
         if any(b % itemsize for b in cai["strides"]):
-            raise ValueError(f"from_cuda_array_interface(): byte strides {cai['strides']} are not multiples of "
-                             f"the itemsize {itemsize}")
+            raise ValueError(
+                f"from_cuda_array_interface(): byte strides {cai['strides']} are not multiples of "
+                f"the itemsize {itemsize}"
+            )
         strides = tuple(b // itemsize for b in cai["strides"])
     C = _C_or_raise()
     index = C.locate_pointer(ptr) if ptr else C.current_device()
     producer = cai.get("stream") if version >= 3 else None
     if producer is not None:
         if producer == 0:
-            raise ValueError("from_cuda_array_interface(): stream 0 is disallowed by the protocol (use 1 for the "
-                             "legacy default stream or None for no synchronisation)")
+            raise ValueError(
+                "from_cuda_array_interface(): stream 0 is disallowed by the protocol (use 1 for the "
+                "legacy default stream or None for no synchronisation)"
+            )
         handle = 0 if producer == 1 else producer
         ev = Event()
         ev.record(Stream._wrap(index, handle))

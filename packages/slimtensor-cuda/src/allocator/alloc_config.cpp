@@ -15,12 +15,12 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
-bool parse_unsigned(const std::string& key, const std::string& value, uint64_t lo, uint64_t hi,
-                    uint64_t* out, std::string* error) {
+bool parse_unsigned(const std::string& key, const std::string& value, uint64_t lo, uint64_t hi, uint64_t* out,
+                    std::string* error) {
   const std::string where = std::string(kAllocConfEnv) + ": '" + key + ":" + value + "'";
   if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
-    *error = where + " is not a whole number; expected " + key + ":N with N in [" + std::to_string(lo) +
-             ", " + std::to_string(hi) + "]";
+    *error = where + " is not a whole number; expected " + key + ":N with N in [" + std::to_string(lo) + ", " +
+             std::to_string(hi) + "]";
     return false;
   }
   errno = 0;

@@ -16,8 +16,8 @@
 namespace slimtensor_cuda {
 
 struct AllocatorConfig {
-  size_t max_split_size = SIZE_MAX;     // bytes; SIZE_MAX = every block may be split
-  size_t large_segment = 20u << 20;     // bytes
+  size_t max_split_size = SIZE_MAX;  // bytes; SIZE_MAX = every block may be split
+  size_t large_segment = 20u << 20;  // bytes
   bool caching = true;
 };
 

@@ -30,8 +30,8 @@ bool DeviceCachingAllocator::BlockLess::operator()(const Block* a, const Block* 
   return std::less<char*>()(a->ptr, b->ptr);
 }
 
-DeviceCachingAllocator::DeviceCachingAllocator(int device, AllocatorBackend* backend,
-                                               const AllocatorConfig& config, AllocatorObserver* observer)
+DeviceCachingAllocator::DeviceCachingAllocator(int device, AllocatorBackend* backend, const AllocatorConfig& config,
+                                               AllocatorObserver* observer)
     : device_(device), backend_(backend), config_(config), observer_(observer) {}
 
 DeviceCachingAllocator::~DeviceCachingAllocator() {
@@ -158,10 +158,11 @@ AllocStatus DeviceCachingAllocator::allocate(size_t bytes, void* stream, void** 
       ++stats_.failed_allocations;
       if (st == RawMallocStatus::OutOfMemory) {
         *error = "out of memory on device " + std::to_string(device_) + ": tried to allocate " +
-                 format_bytes(static_cast<int64_t>(bytes)) + " (" + std::to_string(bytes) +
-                 " bytes, a segment of " + format_bytes(static_cast<int64_t>(want)) + "); " + describe_usage() +
+                 format_bytes(static_cast<int64_t>(bytes)) + " (" + std::to_string(bytes) + " bytes, a segment of " +
+                 format_bytes(static_cast<int64_t>(want)) + "); " + describe_usage() +
                  " (freeing the cache and retrying did not help). Free tensors you no longer need; if much is "
-                 "reserved but not allocated, set " + kAllocConfEnv + "=max_split_size_mb:N to limit fragmentation";
+                 "reserved but not allocated, set " +
+                 kAllocConfEnv + "=max_split_size_mb:N to limit fragmentation";
         return AllocStatus::OutOfMemory;
       }
       *error = "the device could not allocate " + std::to_string(want) + " bytes: " + raw_error;
@@ -215,8 +216,8 @@ bool DeviceCachingAllocator::free(void* ptr, void* stream, std::string* error) {
   if (it == allocated_.end()) {
     char buf[160];
     std::snprintf(buf, sizeof buf,
-                  "%p is not a live allocation of device %d's allocator (a double free, or memory from elsewhere)",
-                  ptr, device_);
+                  "%p is not a live allocation of device %d's allocator (a double free, or memory from elsewhere)", ptr,
+                  device_);
     *error = buf;
     return false;
   }

@@ -24,7 +24,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -38,31 +37,31 @@
 
 namespace slimtensor_cuda {
 
-inline constexpr size_t kMinBlockSize = 512;          // rounding unit and smallest block
+inline constexpr size_t kMinBlockSize = 512;           // rounding unit and smallest block
 inline constexpr size_t kSmallSize = size_t{1} << 20;  // largest request of the small pool
 inline constexpr size_t kSmallSegment = size_t{2} << 20;
 inline constexpr size_t kRoundLarge = size_t{2} << 20;  // large segments are multiples of this
 
 struct AllocatorStats {
-  int64_t allocated_bytes = 0;       // in blocks handed out (rounded sizes)
-  int64_t requested_bytes = 0;       // what callers asked for
-  int64_t reserved_bytes = 0;        // in segments from raw_malloc
+  int64_t allocated_bytes = 0;  // in blocks handed out (rounded sizes)
+  int64_t requested_bytes = 0;  // what callers asked for
+  int64_t reserved_bytes = 0;   // in segments from raw_malloc
   int64_t peak_allocated_bytes = 0;
   int64_t peak_reserved_bytes = 0;
-  int64_t active_blocks = 0;         // handed out, not yet freed
-  int64_t pending_free_blocks = 0;   // freed, waiting for other streams' events
-  int64_t cached_bytes = 0;          // in free blocks of the pools
+  int64_t active_blocks = 0;        // handed out, not yet freed
+  int64_t pending_free_blocks = 0;  // freed, waiting for other streams' events
+  int64_t cached_bytes = 0;         // in free blocks of the pools
   int64_t segments = 0;
   int64_t raw_mallocs = 0;
   int64_t raw_frees = 0;
-  int64_t cache_hits = 0;            // requests served from a cached block
-  int64_t cache_misses = 0;          // requests that needed raw_malloc
+  int64_t cache_hits = 0;    // requests served from a cached block
+  int64_t cache_misses = 0;  // requests that needed raw_malloc
   int64_t splits = 0;
   int64_t merges = 0;
-  int64_t ooms = 0;                  // raw_malloc out-of-memory reports (before and after the retry)
-  int64_t alloc_retries = 0;         // retries after freeing the cache
-  int64_t failed_allocations = 0;    // requests that failed
-  int64_t lost_blocks = 0;           // blocks kept out of use because an event could not be recorded
+  int64_t ooms = 0;                // raw_malloc out-of-memory reports (before and after the retry)
+  int64_t alloc_retries = 0;       // retries after freeing the cache
+  int64_t failed_allocations = 0;  // requests that failed
+  int64_t lost_blocks = 0;         // blocks kept out of use because an event could not be recorded
 };
 
 enum class AllocStatus { Ok = 0, OutOfMemory = 1, Error = 2 };
@@ -123,10 +122,10 @@ class DeviceCachingAllocator {
   size_t segment_size(size_t rounded) const;
   Block* take_free_block(bool small, size_t rounded, void* stream);
   bool should_split(const Block* b, size_t rounded) const;
-  void free_block(Block* b);                 // into its pool, merging neighbours
-  void process_events();                     // pending -> pools, without blocking
+  void free_block(Block* b);                         // into its pool, merging neighbours
+  void process_events();                             // pending -> pools, without blocking
   bool synchronize_and_release(std::string* error);  // under the lock
-  void release_segment(Block* b);            // a wholly free segment, out of its pool
+  void release_segment(Block* b);                    // a wholly free segment, out of its pool
   void update_peaks();
   std::string describe_usage() const;
 

@@ -17,9 +17,7 @@ namespace {
 
 const st_core_table* g_core = nullptr;
 
-bool core_has_1_1() {
-  return g_core && g_core->abi_minor >= 1 && g_core->struct_size >= ST_CORE_TABLE_SIZE_1_1;
-}
+bool core_has_1_1() { return g_core && g_core->abi_minor >= 1 && g_core->struct_size >= ST_CORE_TABLE_SIZE_1_1; }
 
 class CudaBackend final : public AllocatorBackend {
  public:
@@ -96,14 +94,16 @@ class CoreObserver final : public AllocatorObserver {
     if (g_core && g_core->note_device_memory) g_core->note_device_memory(1, device, -static_cast<int64_t>(bytes));
   }
   void on_cache_hit(int device, size_t bytes, void* stream) override {
-    if (core_has_1_1() && g_core->trace_device_event) g_core->trace_device_event(1, device, "cache_hit", static_cast<int64_t>(bytes), stream);
+    if (core_has_1_1() && g_core->trace_device_event)
+      g_core->trace_device_event(1, device, "cache_hit", static_cast<int64_t>(bytes), stream);
   }
   void on_raw_malloc(int device, size_t bytes, void* stream) override {
-    if (core_has_1_1() && g_core->trace_device_event) g_core->trace_device_event(1, device, "malloc", static_cast<int64_t>(bytes), stream);
+    if (core_has_1_1() && g_core->trace_device_event)
+      g_core->trace_device_event(1, device, "malloc", static_cast<int64_t>(bytes), stream);
   }
 };
 
-CudaBackend* g_backend = new CudaBackend;     // Note [Allocator lifetime]
+CudaBackend* g_backend = new CudaBackend;  // Note [Allocator lifetime]
 CoreObserver* g_observer = new CoreObserver;
 std::atomic<DeviceCachingAllocator*> g_allocators[kMaxDevices];
 std::mutex g_make_mutex;

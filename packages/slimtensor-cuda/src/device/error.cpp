@@ -22,7 +22,8 @@ int fail_str(const std::string& message) { return fail("%s", message.c_str()); }
 int fail_cuda(const char* function, const char* what, cudaError_t err) {
   const char* fix = "";
   if (err == cudaErrorMemoryAllocation) fix = "; free tensors you no longer need or call slimtensor_cuda.empty_cache()";
-  if (err == cudaErrorInvalidDevice) fix = "; check the device index against slimtensor_cuda.device_count() and CUDA_VISIBLE_DEVICES";
+  if (err == cudaErrorInvalidDevice)
+    fix = "; check the device index against slimtensor_cuda.device_count() and CUDA_VISIBLE_DEVICES";
   return fail("slimtensor_cuda %s(): %s failed: %s (%s)%s", function, what, cudaGetErrorName(err),
               cudaGetErrorString(err), fix);
 }

@@ -19,13 +19,13 @@ int fail_str(const std::string& message);
 int fail_cuda(const char* function, const char* what, cudaError_t err);
 const char* last_error();
 
-#define ST_CUDA_TRY(function, what, call)                       \
-  do {                                                          \
-    const cudaError_t st_err_ = (call);                         \
-    if (st_err_ != cudaSuccess) {                               \
-      cudaGetLastError(); /* clear the sticky-free error state */ \
+#define ST_CUDA_TRY(function, what, call)                           \
+  do {                                                              \
+    const cudaError_t st_err_ = (call);                             \
+    if (st_err_ != cudaSuccess) {                                   \
+      cudaGetLastError(); /* clear the sticky-free error state */   \
       return ::slimtensor_cuda::fail_cuda(function, what, st_err_); \
-    }                                                           \
+    }                                                               \
   } while (0)
 
 }  // namespace slimtensor_cuda

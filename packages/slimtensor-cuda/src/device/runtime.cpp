@@ -60,11 +60,13 @@ int device_count() {
 }
 
 int check_device(const char* function, int64_t index) {
-  if (const char* why = unavailable_reason()) return fail("slimtensor_cuda %s(): the CUDA device is unavailable: %s", function, why);
+  if (const char* why = unavailable_reason())
+    return fail("slimtensor_cuda %s(): the CUDA device is unavailable: %s", function, why);
   if (index < 0 || index >= g_count) {
-    return fail("slimtensor_cuda %s(): device index %lld is out of range: %d CUDA device%s visible (indices 0..%d); "
-                "pick an index below %d or check CUDA_VISIBLE_DEVICES",
-                function, static_cast<long long>(index), g_count, g_count == 1 ? " is" : "s are", g_count - 1, g_count);
+    return fail(
+        "slimtensor_cuda %s(): device index %lld is out of range: %d CUDA device%s visible (indices 0..%d); "
+        "pick an index below %d or check CUDA_VISIBLE_DEVICES",
+        function, static_cast<long long>(index), g_count, g_count == 1 ? " is" : "s are", g_count - 1, g_count);
   }
   return 0;
 }

@@ -14,12 +14,11 @@ namespace slimtensor_cuda {
 namespace {
 thread_local cudaStream_t t_current[kMaxDevices] = {};
 std::mutex g_pool_mutex;
-std::map<std::pair<int, int>, std::vector<cudaStream_t>>* g_pool = new std::map<std::pair<int, int>, std::vector<cudaStream_t>>;
+std::map<std::pair<int, int>, std::vector<cudaStream_t>>* g_pool =
+    new std::map<std::pair<int, int>, std::vector<cudaStream_t>>;
 }  // namespace
 
-cudaStream_t current_stream(int device) {
-  return (device >= 0 && device < kMaxDevices) ? t_current[device] : nullptr;
-}
+cudaStream_t current_stream(int device) { return (device >= 0 && device < kMaxDevices) ? t_current[device] : nullptr; }
 
 void set_current_stream(int device, cudaStream_t stream) {
   if (device >= 0 && device < kMaxDevices) t_current[device] = stream == cudaStreamLegacy ? nullptr : stream;
@@ -44,7 +43,8 @@ int acquire_stream(int device, int priority, cudaStream_t* stream) {
   }
   DeviceGuard guard(device);
   ST_CUDA_TRY("Stream", "cudaSetDevice", guard.status());
-  ST_CUDA_TRY("Stream", "cudaStreamCreateWithPriority", cudaStreamCreateWithPriority(stream, cudaStreamNonBlocking, priority));
+  ST_CUDA_TRY("Stream", "cudaStreamCreateWithPriority",
+              cudaStreamCreateWithPriority(stream, cudaStreamNonBlocking, priority));
   return 0;
 }
 

@@ -15,7 +15,7 @@
 #include "kernels/copy_kernels.h"
 
 #ifndef SLIMTENSOR_CUDA_VERSION
-#define SLIMTENSOR_CUDA_VERSION "0.0.0"
+#  define SLIMTENSOR_CUDA_VERSION "0.0.0"
 #endif
 
 namespace slimtensor_cuda {
@@ -24,11 +24,12 @@ namespace {
 // ---- helpers -------------------------------------------------------------------------------------------
 // handle + byte_offset as a device address (ST_DEVICE_MEMORY_ADDRESSABLE); overflow-checked.
 int address_of(const char* fn, const char* side, const st_memory_ref& ref, char** out) {
-  if (ref.handle == nullptr) return fail("slimtensor_cuda %s(): the %s handle is NULL; expected memory from allocate_v2 or DLPack", fn, side);
+  if (ref.handle == nullptr)
+    return fail("slimtensor_cuda %s(): the %s handle is NULL; expected memory from allocate_v2 or DLPack", fn, side);
   uintptr_t a = 0;
   if (__builtin_add_overflow(reinterpret_cast<uintptr_t>(ref.handle), ref.byte_offset, &a)) {
-    return fail("slimtensor_cuda %s(): %s handle %p + byte_offset %llu overflows the address space", fn, side, ref.handle,
-                static_cast<unsigned long long>(ref.byte_offset));
+    return fail("slimtensor_cuda %s(): %s handle %p + byte_offset %llu overflows the address space", fn, side,
+                ref.handle, static_cast<unsigned long long>(ref.byte_offset));
   }
   *out = reinterpret_cast<char*>(a);
   return 0;
@@ -36,10 +37,27 @@ int address_of(const char* fn, const char* side, const st_memory_ref& ref, char*
 
 int itemsize_of(int32_t code) {
   switch (code) {
-    case dt::U8: case dt::I8: case dt::BOOL: case 23: case 24: case 25: case 26: case 44: case 45: return 1;
-    case dt::I16: case dt::F16: case dt::BF16: case dt::U16: return 2;
-    case dt::I32: case dt::F32: case dt::C32: case dt::U32: return 4;
-    case dt::I64: case dt::F64: case dt::C64: case dt::U64: return 8;
+    case dt::U8:
+    case dt::I8:
+    case dt::BOOL:
+    case 23:
+    case 24:
+    case 25:
+    case 26:
+    case 44:
+    case 45: return 1;
+    case dt::I16:
+    case dt::F16:
+    case dt::BF16:
+    case dt::U16: return 2;
+    case dt::I32:
+    case dt::F32:
+    case dt::C32:
+    case dt::U32: return 4;
+    case dt::I64:
+    case dt::F64:
+    case dt::C64:
+    case dt::U64: return 8;
     case dt::C128: return 16;
     default: return 0;
   }
@@ -95,22 +113,27 @@ int t_allocate_v2(void*, int32_t index, uint64_t nbytes, void* stream, void** ha
   if (handle == nullptr) return fail("slimtensor_cuda allocate_v2(): handle is NULL");
   *handle = nullptr;
   if (check_device("allocate_v2", index)) return 1;
-  if (nbytes == 0) return fail("slimtensor_cuda allocate_v2(): nbytes is 0; expected > 0 (the core allocates nothing for empty storages)");
-  if (nbytes > SIZE_MAX) return fail("slimtensor_cuda allocate_v2(): nbytes %llu exceeds size_t", static_cast<unsigned long long>(nbytes));
+  if (nbytes == 0)
+    return fail(
+        "slimtensor_cuda allocate_v2(): nbytes is 0; expected > 0 (the core allocates nothing for empty storages)");
+  if (nbytes > SIZE_MAX)
+    return fail("slimtensor_cuda allocate_v2(): nbytes %llu exceeds size_t", static_cast<unsigned long long>(nbytes));
   DeviceCachingAllocator* a = device_allocator(index);
   if (a == nullptr) return 1;
   std::string error;
   const AllocStatus st = a->allocate(static_cast<size_t>(nbytes), resolve_stream(index, stream), handle, &error);
   if (st == AllocStatus::Ok) return 0;
   // "CUDA out of memory" is what slimtensor's Python layer (and users' eyes) look for to raise MemoryError.
-  return fail("slimtensor_cuda allocate_v2(): CUDA %s%s", st == AllocStatus::OutOfMemory ? "" : "allocation error: ", error.c_str());
+  return fail("slimtensor_cuda allocate_v2(): CUDA %s%s",
+              st == AllocStatus::OutOfMemory ? "" : "allocation error: ", error.c_str());
 }
 
 void t_free_v2(void*, int32_t index, void* handle, uint64_t, void* stream) {
   if (handle == nullptr || index < 0 || index >= kMaxDevices) return;
   DeviceCachingAllocator* a = existing_allocator(index);
   if (a == nullptr) {
-    fail("slimtensor_cuda free_v2(): device %d has no allocator; %p was not allocated by slimtensor_cuda", index, handle);
+    fail("slimtensor_cuda free_v2(): device %d has no allocator; %p was not allocated by slimtensor_cuda", index,
+         handle);
     return;
   }
   std::string error;
@@ -126,7 +149,8 @@ int t_copy_from_host(void*, st_memory_ref dst, const void* host, uint64_t nbytes
   DeviceGuard g(dst.device_index);
   ST_CUDA_TRY("copy_from_host", "cudaSetDevice", g.status());
   const cudaStream_t s = resolve_stream(dst.device_index, stream);
-  ST_CUDA_TRY("copy_from_host", "cudaMemcpyAsync (host to device)", cudaMemcpyAsync(d, host, nbytes, cudaMemcpyHostToDevice, s));
+  ST_CUDA_TRY("copy_from_host", "cudaMemcpyAsync (host to device)",
+              cudaMemcpyAsync(d, host, nbytes, cudaMemcpyHostToDevice, s));
   if (!(flags & ST_COPY_NON_BLOCKING)) ST_CUDA_TRY("copy_from_host", "cudaStreamSynchronize", cudaStreamSynchronize(s));
   return 0;
 }
@@ -140,7 +164,8 @@ int t_copy_to_host(void*, void* host, st_memory_ref src, uint64_t nbytes, void* 
   DeviceGuard g(src.device_index);
   ST_CUDA_TRY("copy_to_host", "cudaSetDevice", g.status());
   const cudaStream_t s = resolve_stream(src.device_index, stream);
-  ST_CUDA_TRY("copy_to_host", "cudaMemcpyAsync (device to host)", cudaMemcpyAsync(host, s_ptr, nbytes, cudaMemcpyDeviceToHost, s));
+  ST_CUDA_TRY("copy_to_host", "cudaMemcpyAsync (device to host)",
+              cudaMemcpyAsync(host, s_ptr, nbytes, cudaMemcpyDeviceToHost, s));
   if (!(flags & ST_COPY_NON_BLOCKING)) ST_CUDA_TRY("copy_to_host", "cudaStreamSynchronize", cudaStreamSynchronize(s));
   return 0;
 }
@@ -154,7 +179,8 @@ int t_copy_on_device(void*, st_memory_ref dst, st_memory_ref src, uint64_t nbyte
   ST_CUDA_TRY("copy_on_device", "cudaSetDevice", g.status());
   const cudaStream_t s = resolve_stream(dst.device_index, stream);
   if (dst.device_index == src.device_index) {
-    ST_CUDA_TRY("copy_on_device", "cudaMemcpyAsync (device to device)", cudaMemcpyAsync(d, s_ptr, nbytes, cudaMemcpyDeviceToDevice, s));
+    ST_CUDA_TRY("copy_on_device", "cudaMemcpyAsync (device to device)",
+                cudaMemcpyAsync(d, s_ptr, nbytes, cudaMemcpyDeviceToDevice, s));
     return 0;
   }
   // Peer copy: direct when the GPUs allow peer access, else the runtime stages it through the host.
@@ -169,15 +195,20 @@ int t_copy_strided_v2(void*, const st_strided_copy_v2* desc, void* stream) {
   const char* fn = "copy_strided_v2";
   if (desc == nullptr) return fail("slimtensor_cuda copy_strided_v2(): desc is NULL");
   if (desc->struct_size < sizeof(st_strided_copy_v2)) {
-    return fail("slimtensor_cuda copy_strided_v2(): desc->struct_size is %u, expected at least %zu; "
-                "the core and plugin disagree on the ABI: pip install -U slimtensor-core slimtensor-cuda",
-                desc->struct_size, sizeof(st_strided_copy_v2));
+    return fail(
+        "slimtensor_cuda copy_strided_v2(): desc->struct_size is %u, expected at least %zu; "
+        "the core and plugin disagree on the ABI: pip install -U slimtensor-core slimtensor-cuda",
+        desc->struct_size, sizeof(st_strided_copy_v2));
   }
   const int ds = itemsize_of(desc->dst_dtype), ss = itemsize_of(desc->src_dtype);
-  if (ds == 0 || ss == 0) return fail("slimtensor_cuda copy_strided_v2(): unknown dtype code (dst %d, src %d)", desc->dst_dtype, desc->src_dtype);
+  if (ds == 0 || ss == 0)
+    return fail("slimtensor_cuda copy_strided_v2(): unknown dtype code (dst %d, src %d)", desc->dst_dtype,
+                desc->src_dtype);
   if (desc->dst_dtype != desc->src_dtype && !(convertible(desc->dst_dtype) && convertible(desc->src_dtype))) {
-    return fail("slimtensor_cuda copy_strided_v2(): no conversion from dtype %d to dtype %d (float8/float4 types are only "
-                "moved, never converted); convert through the CPU if you need it", desc->src_dtype, desc->dst_dtype);
+    return fail(
+        "slimtensor_cuda copy_strided_v2(): no conversion from dtype %d to dtype %d (float8/float4 types are only "
+        "moved, never converted); convert through the CPU if you need it",
+        desc->src_dtype, desc->dst_dtype);
   }
   const int di = desc->dst.device_index, si = desc->src.device_index;
   if (check_device(fn, di) || check_device(fn, si)) return 1;
@@ -251,7 +282,8 @@ int t_synchronize_stream(void*, int32_t index, void* stream) {
 
 int t_get_current_device(void*, int32_t* index) {
   if (index == nullptr) return fail("slimtensor_cuda get_current_device(): index is NULL");
-  if (const char* why = unavailable_reason()) return fail("slimtensor_cuda get_current_device(): the CUDA device is unavailable: %s", why);
+  if (const char* why = unavailable_reason())
+    return fail("slimtensor_cuda get_current_device(): the CUDA device is unavailable: %s", why);
   int d = 0;
   ST_CUDA_TRY("get_current_device", "cudaGetDevice", cudaGetDevice(&d));  // creates no context
   *index = d;
@@ -283,7 +315,8 @@ int t_event_record(void*, int32_t index, void* event, void* stream) {
   if (event == nullptr) return fail("slimtensor_cuda event_record(): event is NULL");
   if (check_device("event_record", index)) return 1;
   DeviceGuard g(index);
-  ST_CUDA_TRY("event_record", "cudaEventRecord", cudaEventRecord(static_cast<cudaEvent_t>(event), resolve_stream(index, stream)));
+  ST_CUDA_TRY("event_record", "cudaEventRecord",
+              cudaEventRecord(static_cast<cudaEvent_t>(event), resolve_stream(index, stream)));
   return 0;
 }
 
@@ -306,43 +339,60 @@ int t_event_synchronize(void*, int32_t, void* event) {
 int t_stream_to_dlpack(void*, int32_t index, void* stream, int64_t* value) {
   if (value == nullptr) return fail("slimtensor_cuda stream_to_dlpack(): value is NULL");
   const cudaStream_t s = resolve_stream(index, stream);
-  if (s == nullptr) *value = 1;
-  else if (s == cudaStreamPerThread) *value = 2;
-  else *value = static_cast<int64_t>(reinterpret_cast<intptr_t>(s));
+  if (s == nullptr)
+    *value = 1;
+  else if (s == cudaStreamPerThread)
+    *value = 2;
+  else
+    *value = static_cast<int64_t>(reinterpret_cast<intptr_t>(s));
   return 0;
 }
 
 int t_stream_from_dlpack(void*, int32_t, int64_t value, void** stream) {
   if (stream == nullptr) return fail("slimtensor_cuda stream_from_dlpack(): stream is NULL");
   if (value == 0 || value < -1) {
-    return fail("slimtensor_cuda stream_from_dlpack(): stream %lld is not a CUDA stream for DLPack (0 is ambiguous and "
-                "disallowed by the protocol); pass 1 (legacy default), 2 (per-thread default), a cudaStream_t, or -1 "
-                "for no synchronisation", static_cast<long long>(value));
+    return fail(
+        "slimtensor_cuda stream_from_dlpack(): stream %lld is not a CUDA stream for DLPack (0 is ambiguous and "
+        "disallowed by the protocol); pass 1 (legacy default), 2 (per-thread default), a cudaStream_t, or -1 "
+        "for no synchronisation",
+        static_cast<long long>(value));
   }
-  if (value == -1) return fail("slimtensor_cuda stream_from_dlpack(): -1 means no synchronisation; the core handles it without a stream");
-  if (value == 1) *stream = nullptr;
-  else if (value == 2) *stream = cudaStreamPerThread;
-  else *stream = reinterpret_cast<void*>(static_cast<intptr_t>(value));
+  if (value == -1)
+    return fail(
+        "slimtensor_cuda stream_from_dlpack(): -1 means no synchronisation; the core handles it without a stream");
+  if (value == 1)
+    *stream = nullptr;
+  else if (value == 2)
+    *stream = cudaStreamPerThread;
+  else
+    *stream = reinterpret_cast<void*>(static_cast<intptr_t>(value));
   return 0;
 }
 
 int t_locate_pointer(void*, const void* ptr, int32_t* index) {
   if (index == nullptr) return fail("slimtensor_cuda locate_pointer(): index is NULL");
   if (ptr == nullptr) return fail("slimtensor_cuda locate_pointer(): the pointer is NULL");
-  if (const char* why = unavailable_reason()) return fail("slimtensor_cuda locate_pointer(): the CUDA device is unavailable: %s", why);
+  if (const char* why = unavailable_reason())
+    return fail("slimtensor_cuda locate_pointer(): the CUDA device is unavailable: %s", why);
   cudaPointerAttributes attr{};
   const cudaError_t err = cudaPointerGetAttributes(&attr, ptr);
   if (err != cudaSuccess) {
     cudaGetLastError();
-    return fail("slimtensor_cuda locate_pointer(): %p is not memory CUDA knows (%s); expected device memory of this process",
-                ptr, cudaGetErrorName(err));
+    return fail(
+        "slimtensor_cuda locate_pointer(): %p is not memory CUDA knows (%s); expected device memory of this process",
+        ptr, cudaGetErrorName(err));
   }
   if (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged) {
     *index = attr.device;
     return 0;
   }
-  if (attr.type == cudaMemoryTypeHost) return fail("slimtensor_cuda locate_pointer(): %p is pinned host memory, not device memory; use device=\"cpu\"", ptr);
-  return fail("slimtensor_cuda locate_pointer(): %p is host memory (not registered with CUDA), not device memory; use device=\"cpu\"", ptr);
+  if (attr.type == cudaMemoryTypeHost)
+    return fail("slimtensor_cuda locate_pointer(): %p is pinned host memory, not device memory; use device=\"cpu\"",
+                ptr);
+  return fail(
+      "slimtensor_cuda locate_pointer(): %p is host memory (not registered with CUDA), not device memory; use "
+      "device=\"cpu\"",
+      ptr);
 }
 
 // ---- pinned host memory ---------------------------------------------------------------------------------
@@ -354,15 +404,17 @@ int t_host_allocate(void*, uint64_t nbytes, void** ptr) {
   *ptr = nullptr;
   if (nbytes == 0) return fail("slimtensor_cuda host_allocate(): nbytes is 0; expected > 0");
   if (const char* why = unavailable_reason()) {
-    return fail("slimtensor_cuda host_allocate(): pinned memory needs a usable CUDA device: %s; use pin_memory=False", why);
+    return fail("slimtensor_cuda host_allocate(): pinned memory needs a usable CUDA device: %s; use pin_memory=False",
+                why);
   }
   // Portable: usable for copies with any device and any current device.
   const cudaError_t err = cudaHostAlloc(ptr, nbytes, cudaHostAllocPortable);
   if (err != cudaSuccess) {
     cudaGetLastError();
-    return fail("slimtensor_cuda host_allocate(): cudaHostAlloc of %llu bytes failed: %s (%s); pin less memory or "
-                "raise the locked-memory limit (ulimit -l)", static_cast<unsigned long long>(nbytes),
-                cudaGetErrorName(err), cudaGetErrorString(err));
+    return fail(
+        "slimtensor_cuda host_allocate(): cudaHostAlloc of %llu bytes failed: %s (%s); pin less memory or "
+        "raise the locked-memory limit (ulimit -l)",
+        static_cast<unsigned long long>(nbytes), cudaGetErrorName(err), cudaGetErrorString(err));
   }
   std::lock_guard<std::mutex> lock(g_pinned_mutex);
   (*g_pinned)[*ptr] = nbytes;
@@ -406,24 +458,44 @@ int t_host_is_pinned(void*, const void* ptr, int32_t* pinned) {
 int t_record_stream(void*, int32_t index, void* handle, void* stream) {
   if (check_device("record_stream", index)) return 1;
   DeviceCachingAllocator* a = existing_allocator(index);
-  if (a == nullptr) return fail("slimtensor_cuda record_stream(): device %d has allocated nothing yet; %p is not ours", index, handle);
+  if (a == nullptr)
+    return fail("slimtensor_cuda record_stream(): device %d has allocated nothing yet; %p is not ours", index, handle);
   std::string error;
   if (!a->record_stream(handle, resolve_stream(index, stream), &error)) {
-    return fail("slimtensor_cuda record_stream(): %s; record_stream applies to memory slimtensor allocated, not borrowed memory", error.c_str());
+    return fail(
+        "slimtensor_cuda record_stream(): %s; record_stream applies to memory slimtensor allocated, not borrowed "
+        "memory",
+        error.c_str());
   }
   return 0;
 }
 
 int t_allocator_stats(void*, int32_t index, void (*emit)(void*, const char*, int64_t), void* user) {
   if (emit == nullptr) return fail("slimtensor_cuda allocator_stats(): emit is NULL");
-  if (index < 0 || index >= kMaxDevices) return fail("slimtensor_cuda allocator_stats(): device index %d is out of range", index);
+  if (index < 0 || index >= kMaxDevices)
+    return fail("slimtensor_cuda allocator_stats(): device index %d is out of range", index);
   DeviceCachingAllocator* a = existing_allocator(index);
   const AllocatorStats s = a ? a->stats() : AllocatorStats{};
 #define ST_EMIT(field) emit(user, #field, s.field)
-  ST_EMIT(allocated_bytes); ST_EMIT(requested_bytes); ST_EMIT(reserved_bytes); ST_EMIT(peak_allocated_bytes);
-  ST_EMIT(peak_reserved_bytes); ST_EMIT(active_blocks); ST_EMIT(pending_free_blocks); ST_EMIT(cached_bytes);
-  ST_EMIT(segments); ST_EMIT(raw_mallocs); ST_EMIT(raw_frees); ST_EMIT(cache_hits); ST_EMIT(cache_misses);
-  ST_EMIT(splits); ST_EMIT(merges); ST_EMIT(ooms); ST_EMIT(alloc_retries); ST_EMIT(failed_allocations); ST_EMIT(lost_blocks);
+  ST_EMIT(allocated_bytes);
+  ST_EMIT(requested_bytes);
+  ST_EMIT(reserved_bytes);
+  ST_EMIT(peak_allocated_bytes);
+  ST_EMIT(peak_reserved_bytes);
+  ST_EMIT(active_blocks);
+  ST_EMIT(pending_free_blocks);
+  ST_EMIT(cached_bytes);
+  ST_EMIT(segments);
+  ST_EMIT(raw_mallocs);
+  ST_EMIT(raw_frees);
+  ST_EMIT(cache_hits);
+  ST_EMIT(cache_misses);
+  ST_EMIT(splits);
+  ST_EMIT(merges);
+  ST_EMIT(ooms);
+  ST_EMIT(alloc_retries);
+  ST_EMIT(failed_allocations);
+  ST_EMIT(lost_blocks);
 #undef ST_EMIT
   return 0;
 }
@@ -435,8 +507,8 @@ st_device_table make_table() {
   t.abi_major = ST_PLUGIN_ABI_MAJOR;
   t.abi_minor = ST_PLUGIN_ABI_MINOR;
   t.name = "cuda";
-  t.device_type = 1;          // c10 CUDA
-  t.dlpack_device_type = 2;   // kDLCUDA
+  t.device_type = 1;         // c10 CUDA
+  t.dlpack_device_type = 2;  // kDLCUDA
   t.plugin_version = SLIMTENSOR_CUDA_VERSION;
   t.ctx = nullptr;
   t.unavailable_reason = t_unavailable_reason;
@@ -479,15 +551,17 @@ const st_device_table* device_table() { return &g_table; }
 
 }  // namespace slimtensor_cuda
 
-extern "C" __attribute__((visibility("default"))) int st_plugin_init(const st_core_table* core, const st_device_table** out) {
+extern "C" __attribute__((visibility("default"))) int st_plugin_init(const st_core_table* core,
+                                                                     const st_device_table** out) {
   using namespace slimtensor_cuda;
   if (out == nullptr) return fail("slimtensor_cuda st_plugin_init(): out is NULL");
   *out = nullptr;
   if (core == nullptr) return fail("slimtensor_cuda st_plugin_init(): the core table is NULL");
   if (core->abi_major != ST_PLUGIN_ABI_MAJOR || core->struct_size < ST_CORE_TABLE_SIZE_1_0) {
-    return fail("slimtensor_cuda st_plugin_init(): the core speaks plugin ABI %u.%u (table of %u bytes); this plugin needs "
-                "%d.x: install matching packages (pip install -U slimtensor-core slimtensor-cuda)",
-                core->abi_major, core->abi_minor, core->struct_size, ST_PLUGIN_ABI_MAJOR);
+    return fail(
+        "slimtensor_cuda st_plugin_init(): the core speaks plugin ABI %u.%u (table of %u bytes); this plugin needs "
+        "%d.x: install matching packages (pip install -U slimtensor-core slimtensor-cuda)",
+        core->abi_major, core->abi_minor, core->struct_size, ST_PLUGIN_ABI_MAJOR);
   }
   set_core_table(core);
   *out = device_table();

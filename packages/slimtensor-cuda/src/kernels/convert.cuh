@@ -24,35 +24,76 @@
 #include <string.h>
 
 #if defined(__CUDACC__)
-#define ST_HD __host__ __device__ __forceinline__
+#  define ST_HD __host__ __device__ __forceinline__
 #else
-#define ST_HD inline
+#  define ST_HD inline
 #endif
 
 namespace slimtensor_cuda {
 namespace dt {
 enum : int32_t {
-  U8 = 0, I8 = 1, I16 = 2, I32 = 3, I64 = 4, F16 = 5, F32 = 6, F64 = 7, C32 = 8, C64 = 9, C128 = 10,
-  BOOL = 11, BF16 = 15, U16 = 27, U32 = 28, U64 = 29
+  U8 = 0,
+  I8 = 1,
+  I16 = 2,
+  I32 = 3,
+  I64 = 4,
+  F16 = 5,
+  F32 = 6,
+  F64 = 7,
+  C32 = 8,
+  C64 = 9,
+  C128 = 10,
+  BOOL = 11,
+  BF16 = 15,
+  U16 = 27,
+  U32 = 28,
+  U64 = 29
 };
 }  // namespace dt
 
 // True for the dtypes the conversions handle (the core's "convertible" set).
 ST_HD bool convertible(int32_t code) {
   switch (code) {
-    case dt::U8: case dt::I8: case dt::I16: case dt::I32: case dt::I64: case dt::F16: case dt::F32:
-    case dt::F64: case dt::C32: case dt::C64: case dt::C128: case dt::BOOL: case dt::BF16: case dt::U16:
-    case dt::U32: case dt::U64:
-      return true;
-    default:
-      return false;
+    case dt::U8:
+    case dt::I8:
+    case dt::I16:
+    case dt::I32:
+    case dt::I64:
+    case dt::F16:
+    case dt::F32:
+    case dt::F64:
+    case dt::C32:
+    case dt::C64:
+    case dt::C128:
+    case dt::BOOL:
+    case dt::BF16:
+    case dt::U16:
+    case dt::U32:
+    case dt::U64: return true;
+    default: return false;
   }
 }
 
-ST_HD uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-ST_HD float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-ST_HD uint64_t f64_bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
-ST_HD double bits_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
+ST_HD uint32_t f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+ST_HD float bits_f32(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+ST_HD uint64_t f64_bits(double d) {
+  uint64_t u;
+  memcpy(&u, &d, 8);
+  return u;
+}
+ST_HD double bits_f64(uint64_t u) {
+  double d;
+  memcpy(&d, &u, 8);
+  return d;
+}
 
 // float -> double as x86 does it (NaN: quiet bit set, payload moved up).
 ST_HD double widen(float f) {
@@ -98,7 +139,7 @@ ST_HD uint16_t f32_to_f16(float f) {
   if (a >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // 65520 and up (and inf): infinity
   const uint32_t e = a >> 23;
   if (e < 102) return static_cast<uint16_t>(sign);  // below 2^-25: rounds to zero
-  if (e < 113) {  // a float16 subnormal: units of 2^-24
+  if (e < 113) {                                    // a float16 subnormal: units of 2^-24
     const uint32_t m = (a & 0x7FFFFFu) | 0x800000u;
     const uint32_t shift = 126u - e;  // 14..24 bits dropped
     uint32_t kept = m >> shift;
@@ -164,15 +205,43 @@ ST_HD Value load_value(int32_t code, const void* p) {
     case dt::I16: v.i = read_as<int16_t>(p); break;
     case dt::I32: v.i = read_as<int32_t>(p); break;
     case dt::I64: v.i = read_as<int64_t>(p); break;
-    case dt::U8: v.kind = Kind::Unsigned; v.u = read_as<uint8_t>(p); break;
-    case dt::U16: v.kind = Kind::Unsigned; v.u = read_as<uint16_t>(p); break;
-    case dt::U32: v.kind = Kind::Unsigned; v.u = read_as<uint32_t>(p); break;
-    case dt::U64: v.kind = Kind::Unsigned; v.u = read_as<uint64_t>(p); break;
-    case dt::BOOL: v.kind = Kind::Unsigned; v.u = read_as<uint8_t>(p) != 0; break;
-    case dt::F16: v.kind = Kind::Float; set_float(f16_to_f32(read_as<uint16_t>(p)), 0.0f); break;
-    case dt::BF16: v.kind = Kind::Float; set_float(bf16_to_f32(read_as<uint16_t>(p)), 0.0f); break;
-    case dt::F32: v.kind = Kind::Float; set_float(read_as<float>(p), 0.0f); break;
-    case dt::F64: v.kind = Kind::Float; v.wide = true; v.re = read_as<double>(p); break;
+    case dt::U8:
+      v.kind = Kind::Unsigned;
+      v.u = read_as<uint8_t>(p);
+      break;
+    case dt::U16:
+      v.kind = Kind::Unsigned;
+      v.u = read_as<uint16_t>(p);
+      break;
+    case dt::U32:
+      v.kind = Kind::Unsigned;
+      v.u = read_as<uint32_t>(p);
+      break;
+    case dt::U64:
+      v.kind = Kind::Unsigned;
+      v.u = read_as<uint64_t>(p);
+      break;
+    case dt::BOOL:
+      v.kind = Kind::Unsigned;
+      v.u = read_as<uint8_t>(p) != 0;
+      break;
+    case dt::F16:
+      v.kind = Kind::Float;
+      set_float(f16_to_f32(read_as<uint16_t>(p)), 0.0f);
+      break;
+    case dt::BF16:
+      v.kind = Kind::Float;
+      set_float(bf16_to_f32(read_as<uint16_t>(p)), 0.0f);
+      break;
+    case dt::F32:
+      v.kind = Kind::Float;
+      set_float(read_as<float>(p), 0.0f);
+      break;
+    case dt::F64:
+      v.kind = Kind::Float;
+      v.wide = true;
+      v.re = read_as<double>(p);
+      break;
     case dt::C32: {
       v.kind = Kind::Complex;
       set_float(f16_to_f32(read_as<uint16_t>(p)), f16_to_f32(read_as<uint16_t>(static_cast<const char*>(p) + 2)));
@@ -207,10 +276,13 @@ ST_HD uint64_t int_bits(const Value& v, int32_t dst) {
   if (v.kind == Kind::Signed) return static_cast<uint64_t>(v.i);
   if (v.kind == Kind::Unsigned) return v.u;
   switch (dst) {
-    case dt::I8: case dt::I16: case dt::U8: case dt::U16:
-      return v.wide ? static_cast<uint64_t>(trunc_i64(v.re)) : static_cast<uint64_t>(static_cast<int64_t>(trunc_i32(v.re)));
-    case dt::I32:
-      return static_cast<uint64_t>(static_cast<int64_t>(trunc_i32(v.re)));
+    case dt::I8:
+    case dt::I16:
+    case dt::U8:
+    case dt::U16:
+      return v.wide ? static_cast<uint64_t>(trunc_i64(v.re))
+                    : static_cast<uint64_t>(static_cast<int64_t>(trunc_i32(v.re)));
+    case dt::I32: return static_cast<uint64_t>(static_cast<int64_t>(trunc_i32(v.re)));
     case dt::U64:
       if (v.re >= 0 && v.re < 18446744073709551616.0) return static_cast<uint64_t>(v.re);
       return static_cast<uint64_t>(trunc_i64(v.re));
@@ -236,15 +308,22 @@ ST_HD float imag_float(const Value& v) {
 ST_HD void store_value(int32_t dst, void* p, const Value& v, int32_t src) {
   const double im = v.kind == Kind::Complex ? v.im : 0.0;
   switch (dst) {
-    case dt::I8: case dt::U8: write_as<uint8_t>(p, static_cast<uint8_t>(int_bits(v, dst))); break;
-    case dt::I16: case dt::U16: write_as<uint16_t>(p, static_cast<uint16_t>(int_bits(v, dst))); break;
-    case dt::I32: case dt::U32: write_as<uint32_t>(p, static_cast<uint32_t>(int_bits(v, dst))); break;
-    case dt::I64: case dt::U64: write_as<uint64_t>(p, int_bits(v, dst)); break;
+    case dt::I8:
+    case dt::U8: write_as<uint8_t>(p, static_cast<uint8_t>(int_bits(v, dst))); break;
+    case dt::I16:
+    case dt::U16: write_as<uint16_t>(p, static_cast<uint16_t>(int_bits(v, dst))); break;
+    case dt::I32:
+    case dt::U32: write_as<uint32_t>(p, static_cast<uint32_t>(int_bits(v, dst))); break;
+    case dt::I64:
+    case dt::U64: write_as<uint64_t>(p, int_bits(v, dst)); break;
     case dt::BOOL: {
       bool b;
-      if (v.kind == Kind::Signed) b = v.i != 0;
-      else if (v.kind == Kind::Unsigned) b = v.u != 0;
-      else b = v.re != 0 || (v.kind == Kind::Complex && v.im != 0);
+      if (v.kind == Kind::Signed)
+        b = v.i != 0;
+      else if (v.kind == Kind::Unsigned)
+        b = v.u != 0;
+      else
+        b = v.re != 0 || (v.kind == Kind::Complex && v.im != 0);
       write_as<uint8_t>(p, b ? 1 : 0);
       break;
     }

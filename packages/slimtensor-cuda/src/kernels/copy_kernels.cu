@@ -30,28 +30,36 @@ struct F32ToBF16 {
   __device__ __forceinline__ Elem read(const char* src, int64_t off) const {
     return f32_to_bf16(reinterpret_cast<const float*>(src)[off]);
   }
-  __device__ __forceinline__ void write(char* dst, int64_t off, Elem e) const { reinterpret_cast<uint16_t*>(dst)[off] = e; }
+  __device__ __forceinline__ void write(char* dst, int64_t off, Elem e) const {
+    reinterpret_cast<uint16_t*>(dst)[off] = e;
+  }
 };
 struct BF16ToF32 {
   using Elem = float;
   __device__ __forceinline__ Elem read(const char* src, int64_t off) const {
     return bf16_to_f32(reinterpret_cast<const uint16_t*>(src)[off]);
   }
-  __device__ __forceinline__ void write(char* dst, int64_t off, Elem e) const { reinterpret_cast<float*>(dst)[off] = e; }
+  __device__ __forceinline__ void write(char* dst, int64_t off, Elem e) const {
+    reinterpret_cast<float*>(dst)[off] = e;
+  }
 };
 struct F32ToF16 {
   using Elem = uint16_t;
   __device__ __forceinline__ Elem read(const char* src, int64_t off) const {
     return f32_to_f16(reinterpret_cast<const float*>(src)[off]);
   }
-  __device__ __forceinline__ void write(char* dst, int64_t off, Elem e) const { reinterpret_cast<uint16_t*>(dst)[off] = e; }
+  __device__ __forceinline__ void write(char* dst, int64_t off, Elem e) const {
+    reinterpret_cast<uint16_t*>(dst)[off] = e;
+  }
 };
 struct F16ToF32 {
   using Elem = float;
   __device__ __forceinline__ Elem read(const char* src, int64_t off) const {
     return f16_to_f32(reinterpret_cast<const uint16_t*>(src)[off]);
   }
-  __device__ __forceinline__ void write(char* dst, int64_t off, Elem e) const { reinterpret_cast<float*>(dst)[off] = e; }
+  __device__ __forceinline__ void write(char* dst, int64_t off, Elem e) const {
+    reinterpret_cast<float*>(dst)[off] = e;
+  }
 };
 
 // Any convertible pair, decided per element by the (uniform) dtype codes.
@@ -173,7 +181,8 @@ __global__ void __launch_bounds__(kThreads) fill_kernel(T* dst, int64_t n, T val
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += step) dst[i] = value;
 }
 
-__global__ void __launch_bounds__(kThreads) fill_bytes_kernel(unsigned char* dst, int64_t n, Bytes16 pattern, int size) {
+__global__ void __launch_bounds__(kThreads)
+    fill_bytes_kernel(unsigned char* dst, int64_t n, Bytes16 pattern, int size) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
   const unsigned char* pat = reinterpret_cast<const unsigned char*>(&pattern);
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += step) dst[i] = pat[i % size];
@@ -223,8 +232,10 @@ cudaError_t run(const Op& op, const CopyLayout& l, char* dst, const char* src, i
                       static_cast<unsigned>(std::min<int64_t>(p.nbatch, 65535)));
       transpose_kernel<Op, TILE><<<grid, dim3(TILE, kThreads / TILE), 0, stream>>>(op, p, dst, src);
     };
-    if (elem_bytes <= 2) launch(std::integral_constant<int, 64>{});
-    else launch(std::integral_constant<int, 32>{});
+    if (elem_bytes <= 2)
+      launch(std::integral_constant<int, 64>{});
+    else
+      launch(std::integral_constant<int, 32>{});
     return cudaGetLastError();
   }
   if (l.numel <= 0xFFFFFFFFll) {
@@ -290,7 +301,7 @@ bool normalize_copy(int ndim, const int64_t* sizes, const int64_t* dst_strides, 
       int64_t pd = 0, ps = 0;
       const bool ok_d = !__builtin_mul_overflow(dims[d].ds, dims[d].size, &pd) && pd == prev.ds;
       const bool ok_s = !__builtin_mul_overflow(dims[d].ss, dims[d].size, &ps) && ps == prev.ss;
-      if (ok_d && ok_s) {  // prev is exactly `size` steps of this dim: one dim
+      if (ok_d && ok_s) {           // prev is exactly `size` steps of this dim: one dim
         prev.size *= dims[d].size;  // <= numel
         prev.ds = dims[d].ds;
         prev.ss = dims[d].ss;
@@ -375,13 +386,14 @@ cudaError_t launch_fill(void* dst, uint64_t nbytes, const void* pattern, uint32_
   } else if (size == 8 && addr % 8 == 0) {
     fill_kernel<uint64_t><<<grid_for(n / 8), kThreads, 0, stream>>>(static_cast<uint64_t*>(dst), n / 8, rep.lo);
   } else if (size == 4 && addr % 4 == 0) {
-    fill_kernel<uint32_t><<<grid_for(n / 4), kThreads, 0, stream>>>(static_cast<uint32_t*>(dst), n / 4,
-                                                                    static_cast<uint32_t>(rep.lo));
+    fill_kernel<uint32_t>
+        <<<grid_for(n / 4), kThreads, 0, stream>>>(static_cast<uint32_t*>(dst), n / 4, static_cast<uint32_t>(rep.lo));
   } else if (size == 2 && addr % 2 == 0) {
-    fill_kernel<uint16_t><<<grid_for(n / 2), kThreads, 0, stream>>>(static_cast<uint16_t*>(dst), n / 2,
-                                                                    static_cast<uint16_t>(rep.lo));
+    fill_kernel<uint16_t>
+        <<<grid_for(n / 2), kThreads, 0, stream>>>(static_cast<uint16_t*>(dst), n / 2, static_cast<uint16_t>(rep.lo));
   } else {
-    fill_bytes_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<unsigned char*>(dst), n, rep, static_cast<int>(size));
+    fill_bytes_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<unsigned char*>(dst), n, rep,
+                                                            static_cast<int>(size));
   }
   return cudaGetLastError();
 }

@@ -39,8 +39,8 @@ bool normalize_copy(int ndim, const int64_t* sizes, const int64_t* dst_strides, 
 bool extent_elements(const CopyLayout& l, bool src_side, int64_t* out);
 
 // Launches the copy on `stream` (the current device must be the destination's). 0 or a CUDA error.
-cudaError_t launch_strided_copy(const CopyLayout& layout, void* dst, int32_t dst_dtype, int dst_size,
-                                const void* src, int32_t src_dtype, int src_size, cudaStream_t stream);
+cudaError_t launch_strided_copy(const CopyLayout& layout, void* dst, int32_t dst_dtype, int dst_size, const void* src,
+                                int32_t src_dtype, int src_size, cudaStream_t stream);
 // Fills nbytes at dst with the pattern (1..16 bytes, nbytes a multiple of it).
 cudaError_t launch_fill(void* dst, uint64_t nbytes, const void* pattern, uint32_t pattern_size, cudaStream_t stream);
 

@@ -17,19 +17,87 @@ static int fail_here(const char* fn) {
   snprintf(g_error, sizeof g_error, "slimtensor_cuda %s(): the CUDA device is unavailable: %s", fn, g_reason);
   return 1;
 }
-static const char* f_reason(void* ctx) { (void)ctx; return g_reason; }
-static int f_count(void* ctx, int32_t* n) { (void)ctx; if (n) *n = 0; return 0; }
-static const char* f_last_error(void* ctx) { (void)ctx; return g_error; }
-static int f_sync(void* ctx, int32_t i) { (void)ctx; (void)i; return fail_here("synchronize"); }
-static int f_cur_stream(void* ctx, int32_t i, void** s) { (void)ctx; (void)i; (void)s; return fail_here("current_stream"); }
-static int f_alloc(void* ctx, int32_t i, uint64_t n, void* s, void** h) { (void)ctx; (void)i; (void)n; (void)s; if (h) *h = NULL; return fail_here("allocate_v2"); }
-static void f_free(void* ctx, int32_t i, void* h, uint64_t n, void* s) { (void)ctx; (void)i; (void)h; (void)n; (void)s; }
-static int f_from_host(void* ctx, st_memory_ref d, const void* h, uint64_t n, void* s, uint32_t f) { (void)ctx; (void)d; (void)h; (void)n; (void)s; (void)f; return fail_here("copy_from_host"); }
-static int f_to_host(void* ctx, void* h, st_memory_ref src, uint64_t n, void* s, uint32_t f) { (void)ctx; (void)h; (void)src; (void)n; (void)s; (void)f; return fail_here("copy_to_host"); }
-static int f_on_dev(void* ctx, st_memory_ref d, st_memory_ref src, uint64_t n, void* s) { (void)ctx; (void)d; (void)src; (void)n; (void)s; return fail_here("copy_on_device"); }
-static int f_sync_stream(void* ctx, int32_t i, void* s) { (void)ctx; (void)i; (void)s; return fail_here("synchronize_stream"); }
-static int f_get_dev(void* ctx, int32_t* i) { (void)ctx; (void)i; return fail_here("get_current_device"); }
-static int f_set_dev(void* ctx, int32_t i) { (void)ctx; (void)i; return fail_here("set_current_device"); }
+static const char* f_reason(void* ctx) {
+  (void)ctx;
+  return g_reason;
+}
+static int f_count(void* ctx, int32_t* n) {
+  (void)ctx;
+  if (n) *n = 0;
+  return 0;
+}
+static const char* f_last_error(void* ctx) {
+  (void)ctx;
+  return g_error;
+}
+static int f_sync(void* ctx, int32_t i) {
+  (void)ctx;
+  (void)i;
+  return fail_here("synchronize");
+}
+static int f_cur_stream(void* ctx, int32_t i, void** s) {
+  (void)ctx;
+  (void)i;
+  (void)s;
+  return fail_here("current_stream");
+}
+static int f_alloc(void* ctx, int32_t i, uint64_t n, void* s, void** h) {
+  (void)ctx;
+  (void)i;
+  (void)n;
+  (void)s;
+  if (h) *h = NULL;
+  return fail_here("allocate_v2");
+}
+static void f_free(void* ctx, int32_t i, void* h, uint64_t n, void* s) {
+  (void)ctx;
+  (void)i;
+  (void)h;
+  (void)n;
+  (void)s;
+}
+static int f_from_host(void* ctx, st_memory_ref d, const void* h, uint64_t n, void* s, uint32_t f) {
+  (void)ctx;
+  (void)d;
+  (void)h;
+  (void)n;
+  (void)s;
+  (void)f;
+  return fail_here("copy_from_host");
+}
+static int f_to_host(void* ctx, void* h, st_memory_ref src, uint64_t n, void* s, uint32_t f) {
+  (void)ctx;
+  (void)h;
+  (void)src;
+  (void)n;
+  (void)s;
+  (void)f;
+  return fail_here("copy_to_host");
+}
+static int f_on_dev(void* ctx, st_memory_ref d, st_memory_ref src, uint64_t n, void* s) {
+  (void)ctx;
+  (void)d;
+  (void)src;
+  (void)n;
+  (void)s;
+  return fail_here("copy_on_device");
+}
+static int f_sync_stream(void* ctx, int32_t i, void* s) {
+  (void)ctx;
+  (void)i;
+  (void)s;
+  return fail_here("synchronize_stream");
+}
+static int f_get_dev(void* ctx, int32_t* i) {
+  (void)ctx;
+  (void)i;
+  return fail_here("get_current_device");
+}
+static int f_set_dev(void* ctx, int32_t i) {
+  (void)ctx;
+  (void)i;
+  return fail_here("set_current_device");
+}
 
 static st_device_table g_table;
 
@@ -75,5 +143,6 @@ static PyObject* capsule(PyObject* self, PyObject* args) {
 static PyMethodDef methods[] = {
     {"capsule", capsule, METH_VARARGS, "capsule(reason): a plugin capsule whose device is unavailable for `reason`."},
     {NULL, NULL, 0, NULL}};
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fallback", "An unavailable CUDA device table.", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fallback", "An unavailable CUDA device table.", -1,
+                                    methods};
 PyMODINIT_FUNC PyInit__fallback(void) { return PyModule_Create(&module); }

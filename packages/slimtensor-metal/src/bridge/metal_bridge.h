@@ -83,8 +83,8 @@ typedef struct mtlb_api {
 
   /* ---- blit work (each call opens a blit encoder on the command buffer, encodes, ends it) ---- */
   /* offsets and size multiples of 4 (macOS requires it) */
-  int (*blit_copy)(void* command_buffer, void* src, uint64_t src_offset, void* dst, uint64_t dst_offset,
-                   uint64_t size, char* err, size_t err_len);
+  int (*blit_copy)(void* command_buffer, void* src, uint64_t src_offset, void* dst, uint64_t dst_offset, uint64_t size,
+                   char* err, size_t err_len);
   /* fills [offset, offset + size) with one byte value; offset and size multiples of 4 */
   int (*blit_fill)(void* command_buffer, void* buffer, uint64_t offset, uint64_t size, uint8_t value, char* err,
                    size_t err_len);

@@ -16,10 +16,10 @@
 // retained by the command buffer until it completes (command buffers made with -commandBuffer retain
 // their references), so the plugin may release or recycle them once the work is encoded.
 #if !defined(__APPLE__)
-#error "metal_bridge.mm is the Apple implementation of metal_bridge.h; it is compiled on Apple platforms only"
+#  error "metal_bridge.mm is the Apple implementation of metal_bridge.h; it is compiled on Apple platforms only"
 #endif
 #if __has_feature(objc_arc)
-#error "metal_bridge.mm uses manual retain/release (Note [Bridge reference counting]): compile with -fno-objc-arc"
+#  error "metal_bridge.mm uses manual retain/release (Note [Bridge reference counting]): compile with -fno-objc-arc"
 #endif
 
 #import <Foundation/Foundation.h>
@@ -73,7 +73,7 @@ int b_new_buffer(void* device, uint64_t length, void** buffer, char* err, size_t
     // newBufferWithLength:options: returns +1; shared storage: CPU and GPU see the same memory, no
     // synchronisation calls are needed beyond ordering (contents is valid for the buffer's lifetime).
     id<MTLBuffer> b = [(id<MTLDevice>)device newBufferWithLength:(NSUInteger)length
-                                                          options:MTLResourceStorageModeShared];
+                                                         options:MTLResourceStorageModeShared];
     if (!b) {
       write_err(err, n, "%s", "newBufferWithLength:options: returned nil (out of GPU memory?)");
       return 1;
@@ -149,10 +149,10 @@ int b_blit_copy(void* cb, void* src, uint64_t so, void* dst, uint64_t dof, uint6
       return 1;
     }
     [e copyFromBuffer:(id<MTLBuffer>)src
-         sourceOffset:(NSUInteger)so
-             toBuffer:(id<MTLBuffer>)dst
-    destinationOffset:(NSUInteger)dof
-                 size:(NSUInteger)size];
+             sourceOffset:(NSUInteger)so
+                 toBuffer:(id<MTLBuffer>)dst
+        destinationOffset:(NSUInteger)dof
+                     size:(NSUInteger)size];
     [e endEncoding];
     return 0;
   }
@@ -177,7 +177,7 @@ int b_compile_library(void* device, const char* source, void** library, char* er
     // Exact IEEE behaviour (NaN, denormals) for the plugin's conversions and for Inductor's kernels,
     // as torch compiles its dynamic libraries.
     opts.fastMathEnabled = NO;
-    NSError* e = nil;  // autoreleased when set
+    NSError* e = nil;                                        // autoreleased when set
     NSString* src = [NSString stringWithUTF8String:source];  // autoreleased
     id<MTLLibrary> lib = src ? [(id<MTLDevice>)device newLibraryWithSource:src options:opts error:&e] : nil;  // +1
     [opts release];
@@ -240,7 +240,7 @@ void b_set_bytes(void* enc, const void* bytes, uint64_t length, uint32_t index) 
 
 void b_dispatch_threads(void* enc, const uint64_t grid[3], const uint64_t group[3]) {
   [(id<MTLComputeCommandEncoder>)enc dispatchThreads:MTLSizeMake(grid[0], grid[1], grid[2])
-                              threadsPerThreadgroup:MTLSizeMake(group[0], group[1], group[2])];
+                               threadsPerThreadgroup:MTLSizeMake(group[0], group[1], group[2])];
 }
 
 void b_end_encoding(void* enc) { [(id<MTLComputeCommandEncoder>)enc endEncoding]; }

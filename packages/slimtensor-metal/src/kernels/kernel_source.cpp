@@ -6,4 +6,4 @@ namespace slimtensor_metal {
 const char* const kMetalKernelSource =
 #include "metal_kernels.metal.inc"
     ;
-}
+}  // namespace slimtensor_metal

@@ -8,9 +8,9 @@
 
 #include "checked.h"
 #include "dtypes.h"
-#include "strided_copy.h"
 #include "errors.h"
 #include "kernels/kernel_source.h"
+#include "strided_copy.h"
 
 namespace slimtensor_metal {
 namespace {
@@ -64,9 +64,9 @@ MetalContext::~MetalContext() {
   if (api_) api_->release(own_library_);
   streams_.clear();
   if (api_) api_->release(device_);
-  t_current.erase(std::remove_if(t_current.begin(), t_current.end(),
-                                 [this](const CurrentStream& c) { return c.ctx == this; }),
-                  t_current.end());
+  t_current.erase(
+      std::remove_if(t_current.begin(), t_current.end(), [this](const CurrentStream& c) { return c.ctx == this; }),
+      t_current.end());
 }
 
 int MetalContext::init_locked() {
@@ -237,9 +237,10 @@ int MetalContext::allocate_locked(uint64_t nbytes, Stream* stream, void** handle
   if (!registry_.add(b.handle, b.contents, b.length, nbytes)) {
     api_->release(b.handle);
     reserved_bytes_ -= static_cast<int64_t>(b.length);
-    return fail("allocate(): the Metal bridge returned buffer %p whose contents overlap a live buffer; this is a "
-                "bug of the bridge: report it",
-                b.handle);
+    return fail(
+        "allocate(): the Metal bridge returned buffer %p whose contents overlap a live buffer; this is a "
+        "bug of the bridge: report it",
+        b.handle);
   }
   allocated_bytes_ += static_cast<int64_t>(nbytes);
   peak_allocated_bytes_ = std::max(peak_allocated_bytes_, allocated_bytes_);
@@ -280,7 +281,8 @@ void MetalContext::recycle_locked(void* handle, const BufferEntry& e, Stream* st
 
 int MetalContext::release_locked(void* handle, Stream* stream) {
   BufferEntry* e = registry_.find(handle);
-  if (!e) return fail("release(): %p is not a live MPS buffer of this plugin (freed twice, or never allocated)", handle);
+  if (!e)
+    return fail("release(): %p is not a live MPS buffer of this plugin (freed twice, or never allocated)", handle);
   if (--e->refcount > 0) return 0;
   const BufferEntry copy = *e;
   recycle_locked(handle, copy, stream);
@@ -316,8 +318,7 @@ int64_t MetalContext::live_buffers() {
   return static_cast<int64_t>(registry_.size());
 }
 
-int MetalContext::resolve_handle_locked(const char* fn, void* handle, uint64_t offset, uint64_t nbytes,
-                                        Resolved* out) {
+int MetalContext::resolve_handle_locked(const char* fn, void* handle, uint64_t offset, uint64_t nbytes, Resolved* out) {
   if (!handle) return fail("%s: needs an MPS buffer handle but got NULL", fn);
   uint64_t length, at = 0;
   uint8_t* contents;
@@ -328,7 +329,8 @@ int MetalContext::resolve_handle_locked(const char* fn, void* handle, uint64_t o
   } else if (registry_.resolve_pointer(handle, &owner, &at)) {
     // A host address inside a buffer's shared contents is not a handle: refused before the bridge would send
     // an Objective-C message to it (Note [Metal memory]).
-    return fail("%s: %p is an address inside the contents of MPS buffer %p (byte %" PRIu64 "), not a buffer handle; "
+    return fail("%s: %p is an address inside the contents of MPS buffer %p (byte %" PRIu64
+                "), not a buffer handle; "
                 "name MPS memory by its buffer handle and a byte offset (from_blob(handle, ..., storage_offset=...), "
                 "as AOTInductor's MPS models do)",
                 fn, handle, owner, at);
@@ -338,9 +340,10 @@ int MetalContext::resolve_handle_locked(const char* fn, void* handle, uint64_t o
     contents = static_cast<uint8_t*>(api_->buffer_contents(handle));
     if (!contents) return fail("%s: buffer %p has no host-visible contents", fn, handle);
   } else {
-    return fail("%s: %p is neither a live MPS buffer of this plugin nor an MTLBuffer in shared storage mode; "
-                "only shared buffers (MTLResourceStorageModeShared) can be used",
-                fn, handle);
+    return fail(
+        "%s: %p is neither a live MPS buffer of this plugin nor an MTLBuffer in shared storage mode; "
+        "only shared buffers (MTLResourceStorageModeShared) can be used",
+        fn, handle);
   }
   uint64_t end;
   if (!add_u64(offset, nbytes, &end) || end > length)
@@ -422,8 +425,7 @@ int MetalContext::copy_on_device(st_memory_ref dst, st_memory_ref src, uint64_t 
   return encode_byte_copy_locked(s, r, d, nbytes);
 }
 
-int MetalContext::fill(st_memory_ref dst, uint64_t nbytes, const void* pattern, uint32_t pattern_size,
-                       void* stream) {
+int MetalContext::fill(st_memory_ref dst, uint64_t nbytes, const void* pattern, uint32_t pattern_size, void* stream) {
   if (!pattern) return fail("fill_v2(): needs a pattern but got NULL");
   if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8 && pattern_size != 16)
     return fail("fill_v2(): pattern_size must be 1, 2, 4, 8 or 16 but got %u", pattern_size);
@@ -467,9 +469,10 @@ int MetalContext::locate_pointer(const void* ptr, int32_t* index) {
     *index = 0;
     return 0;
   }
-  return fail("locate_pointer(): %p is not in a live MPS buffer of this plugin (host memory, a freed buffer, or "
-              "a buffer another library allocated)",
-              ptr);
+  return fail(
+      "locate_pointer(): %p is not in a live MPS buffer of this plugin (host memory, a freed buffer, or "
+      "a buffer another library allocated)",
+      ptr);
 }
 
 int MetalContext::empty_cache() {

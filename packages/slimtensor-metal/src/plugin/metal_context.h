@@ -47,9 +47,9 @@ struct Resolved {
 
 struct Event {
   void* shared_event = nullptr;
-  uint64_t value = 0;       // the last value a record signals
-  Stream* stream = nullptr; // where it was last recorded
-  uint64_t serial = 0;      // the command buffer of that record
+  uint64_t value = 0;        // the last value a record signals
+  Stream* stream = nullptr;  // where it was last recorded
+  uint64_t serial = 0;       // the command buffer of that record
 };
 
 class MetalContext {
@@ -67,8 +67,8 @@ class MetalContext {
   // ---- memory (Note [Metal memory]) ----
   int allocate(int32_t index, uint64_t nbytes, void* stream, void** handle);
   void free_buffer(int32_t index, void* handle, uint64_t nbytes, void* stream);
-  int retain(void* handle);                        // one more owner of a live buffer
-  int release(void* handle, void* stream);         // one owner fewer; the last one recycles it
+  int retain(void* handle);                 // one more owner of a live buffer
+  int release(void* handle, void* stream);  // one owner fewer; the last one recycles it
   int copy_from_host(st_memory_ref dst, const void* host, uint64_t nbytes, void* stream);
   int copy_to_host(void* host, st_memory_ref src, uint64_t nbytes, void* stream);
   int copy_on_device(st_memory_ref dst, st_memory_ref src, uint64_t nbytes, void* stream);

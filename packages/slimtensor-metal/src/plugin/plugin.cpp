@@ -8,7 +8,7 @@
 #include "errors.h"
 
 #ifndef SLIMTENSOR_METAL_VERSION
-#define SLIMTENSOR_METAL_VERSION "0.0.0"
+#  define SLIMTENSOR_METAL_VERSION "0.0.0"
 #endif
 
 namespace slimtensor_metal {
@@ -23,8 +23,12 @@ constexpr uint16_t kAbiMinor = 1;
 MetalContext* C(void* ctx) { return static_cast<MetalContext*>(ctx); }
 
 const char* t_unavailable(void* ctx) { return C(ctx)->unavailable_reason(); }
-int t_device_count(void* ctx, int32_t* n) { return guarded("device_count()", [&] { return C(ctx)->device_count(n); }); }
-int t_synchronize(void* ctx, int32_t index) { return guarded("synchronize()", [&] { return C(ctx)->synchronize_all(index); }); }
+int t_device_count(void* ctx, int32_t* n) {
+  return guarded("device_count()", [&] { return C(ctx)->device_count(n); });
+}
+int t_synchronize(void* ctx, int32_t index) {
+  return guarded("synchronize()", [&] { return C(ctx)->synchronize_all(index); });
+}
 int t_current_stream(void* ctx, int32_t index, void** s) {
   return guarded("current_stream()", [&] { return C(ctx)->current_stream(index, s); });
 }
@@ -130,18 +134,19 @@ MetalContext* mps_context() { return g_context.load(); }
 
 MetalContext* set_mps_context(MetalContext* ctx) { return g_context.exchange(ctx); }
 
-int plugin_init(const st_core_table* core, const st_device_table** out, const mtlb_api* api,
-                const char* unavailable) {
+int plugin_init(const st_core_table* core, const st_device_table** out, const mtlb_api* api, const char* unavailable) {
   if (!out) return fail("st_plugin_init(): needs an output pointer but got NULL");
   if (!core) return fail("st_plugin_init(): needs the core's table but got NULL");
   if (core->abi_major != ST_PLUGIN_ABI_MAJOR)
-    return fail("st_plugin_init(): slimtensor-metal speaks device-plugin ABI %d.x but the core speaks %d.x; install "
-                "matching versions: pip install -U slimtensor-core slimtensor-metal",
-                ST_PLUGIN_ABI_MAJOR, core->abi_major);
+    return fail(
+        "st_plugin_init(): slimtensor-metal speaks device-plugin ABI %d.x but the core speaks %d.x; install "
+        "matching versions: pip install -U slimtensor-core slimtensor-metal",
+        ST_PLUGIN_ABI_MAJOR, core->abi_major);
   if (core->abi_minor < kAbiMinor || core->struct_size < ST_CORE_TABLE_SIZE_1_1)
-    return fail("st_plugin_init(): slimtensor-metal needs device-plugin ABI %d.%d (opaque Metal buffer handles) but "
-                "the core has %d.%d; upgrade the core: pip install -U slimtensor-core",
-                ST_PLUGIN_ABI_MAJOR, kAbiMinor, core->abi_major, core->abi_minor);
+    return fail(
+        "st_plugin_init(): slimtensor-metal needs device-plugin ABI %d.%d (opaque Metal buffer handles) but "
+        "the core has %d.%d; upgrade the core: pip install -U slimtensor-core",
+        ST_PLUGIN_ABI_MAJOR, kAbiMinor, core->abi_major, core->abi_minor);
   MetalContext* ctx = mps_context();
   if (!ctx) {
     ctx = new (std::nothrow) MetalContext(api, core, unavailable);

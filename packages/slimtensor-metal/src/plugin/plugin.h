@@ -13,8 +13,7 @@ namespace slimtensor_metal {
 
 // The plugin's init: checks the core table (Note [Plugin ABI]) and returns the device table. `api` is the
 // Metal bridge (mtlb_system_api() on Apple) or NULL where Metal cannot exist; `unavailable` then says why.
-int plugin_init(const st_core_table* core, const st_device_table** out, const mtlb_api* api,
-                const char* unavailable);
+int plugin_init(const st_core_table* core, const st_device_table** out, const mtlb_api* api, const char* unavailable);
 // The context the shims and the Python API use; NULL before plugin_init.
 MetalContext* mps_context();
 // Replaces the process's context (tests); returns the previous one, which the caller then owns.

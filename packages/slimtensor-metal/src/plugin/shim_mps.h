@@ -16,9 +16,9 @@
 #include "tensor_access.h"
 
 #if defined(__GNUC__)
-#define ST_MPS_EXPORT __attribute__((visibility("default")))
+#  define ST_MPS_EXPORT __attribute__((visibility("default")))
 #else
-#define ST_MPS_EXPORT
+#  define ST_MPS_EXPORT
 #endif
 
 extern "C" {

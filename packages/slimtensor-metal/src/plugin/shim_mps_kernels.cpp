@@ -78,9 +78,10 @@ int encoder_of(const char* fn, KernelFunction* f, void** enc) {
     return fail("%s: kernel '%s' is not encoding; call aoti_torch_mps_start_encoding first", fn, f->name.c_str());
   if (f->stream->open_encoder() != f->encoder) {
     f->encoder = nullptr;
-    return fail("%s: the encoding of kernel '%s' was ended by other work on the stream (a copy, a matmul or a "
-                "synchronize) between start_encoding and here; call aoti_torch_mps_start_encoding again",
-                fn, f->name.c_str());
+    return fail(
+        "%s: the encoding of kernel '%s' was ended by other work on the stream (a copy, a matmul or a "
+        "synchronize) between start_encoding and here; call aoti_torch_mps_start_encoding again",
+        fn, f->name.c_str());
   }
   *enc = f->encoder;
   return 0;
@@ -88,8 +89,7 @@ int encoder_of(const char* fn, KernelFunction* f, void** enc) {
 
 int dispatch(const char* fn, KernelFunction* f, const uint64_t* length, size_t n, const uint64_t* group, size_t gn) {
   if (!length || n == 0 || n > 3) return fail("%s: needs 1 to 3 grid dimensions but got %zu", fn, n);
-  if (group && gn != n)
-    return fail("%s: needs as many group sizes as grid dimensions (%zu) but got %zu", fn, n, gn);
+  if (group && gn != n) return fail("%s: needs as many group sizes as grid dimensions (%zu) but got %zu", fn, n, gn);
   uint64_t grid[3] = {1, 1, 1}, tg[3] = {1, 1, 1};
   for (size_t i = 0; i < n; ++i) {
     if (length[i] == 0) return 0;  // nothing to run (Metal rejects empty grids)
@@ -103,7 +103,8 @@ int dispatch(const char* fn, KernelFunction* f, const uint64_t* length, size_t n
       if (!mul_u64(total, group[i], &total)) total = UINT64_MAX;
     }
     if (total > f->max_threads)
-      return fail("%s: a threadgroup of %" PRIu64 " threads exceeds kernel '%s''s maximum of %u "
+      return fail("%s: a threadgroup of %" PRIu64
+                  " threads exceeds kernel '%s''s maximum of %u "
                   "(maxTotalThreadsPerThreadgroup)",
                   fn, total, f->name.c_str(), f->max_threads);
   } else {

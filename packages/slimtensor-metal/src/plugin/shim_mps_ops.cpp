@@ -108,8 +108,8 @@ int check_dtype(const char* fn, const TensorInfo& a, const TensorInfo& b, const 
 }
 
 // out[b] = alpha * A[b] @ B[b] + beta * out[b]; the operands are [batch, m, k], [batch, k, n], [batch, m, n].
-int matmul(const char* fn, AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat1,
-           AtenTensorHandle mat2, double beta, double alpha, bool batched) {
+int matmul(const char* fn, AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat1, AtenTensorHandle mat2,
+           double beta, double alpha, bool batched) {
   MetalContext* c = mps_context();
   if (!c) return fail("%s: the MPS plugin is not initialised", fn);
   std::lock_guard<std::mutex> g(c->mutex());
@@ -126,7 +126,8 @@ int matmul(const char* fn, AtenTensorHandle out, AtenTensorHandle self, AtenTens
                 a.ndim, b.ndim, o.ndim);
   const int64_t off = batched ? 1 : 0;
   const int64_t B = batched ? a.sizes[0] : 1, M = a.sizes[off], K = a.sizes[off + 1], N = b.sizes[off + 1];
-  if (b.sizes[off] != K || o.sizes[off] != M || o.sizes[off + 1] != N || (batched && (b.sizes[0] != B || o.sizes[0] != B)))
+  if (b.sizes[off] != K || o.sizes[off] != M || o.sizes[off + 1] != N ||
+      (batched && (b.sizes[0] != B || o.sizes[0] != B)))
     return fail("%s: shapes do not multiply: mat1 [%" PRId64 "x%" PRId64 "], mat2 [%" PRId64 "x%" PRId64
                 "], out [%" PRId64 "x%" PRId64 "] (batch %" PRId64 ")",
                 fn, M, K, b.sizes[off], N, o.sizes[off], o.sizes[off + 1], B);
@@ -202,8 +203,12 @@ int matmul(const char* fn, AtenTensorHandle out, AtenTensorHandle self, AtenTens
     d.beta = beta;
     d.a = oa.m;
     d.b = ob.m;
-    d.c = {target.buffer, target.offset, static_cast<uint64_t>(M), static_cast<uint64_t>(N),
-           static_cast<uint64_t>(trs) * o.itemsize, static_cast<uint64_t>(B == 1 ? M * trs : tbs) * o.itemsize};
+    d.c = {target.buffer,
+           target.offset,
+           static_cast<uint64_t>(M),
+           static_cast<uint64_t>(N),
+           static_cast<uint64_t>(trs) * o.itemsize,
+           static_cast<uint64_t>(B == 1 ? M * trs : tbs) * o.itemsize};
     void* cb;
     char err[1024] = {0};
     rc = s->command_buffer(&cb);

@@ -77,8 +77,8 @@ int Stream::finish_front(bool block) {
     }
   }
   if (failed && deferred_error_.empty()) {
-    deferred_error_ = "stream " + std::to_string(id_) + ": command buffer " + std::to_string(serial) +
-                      " failed on the GPU: " + err;
+    deferred_error_ =
+        "stream " + std::to_string(id_) + ": command buffer " + std::to_string(serial) + " failed on the GPU: " + err;
   }
   api_->release(cb);
   in_flight_.pop_front();
@@ -87,8 +87,7 @@ int Stream::finish_front(bool block) {
 }
 
 void Stream::poll() {
-  while (!in_flight_.empty() && finish_front(false) == 0) {
-  }
+  while (!in_flight_.empty() && finish_front(false) == 0) {}
 }
 
 int Stream::wait_for(uint64_t serial) {
@@ -99,8 +98,7 @@ int Stream::wait_for(uint64_t serial) {
   if (!deferred_error_.empty()) {
     std::string e;
     e.swap(deferred_error_);
-    return fail("%s; the results of that work are undefined: rerun it, and check the kernel's bounds",
-                e.c_str());
+    return fail("%s; the results of that work are undefined: rerun it, and check the kernel's bounds", e.c_str());
   }
   return 0;
 }

@@ -97,17 +97,19 @@ int encode_fill_locked(MetalContext* ctx, Stream* s, const Resolved& dst, uint64
 int strided_copy_locked(MetalContext* ctx, Stream* s, const st_strided_copy_v2& d, int64_t* host_converts) {
   const char* fn = "copy_strided_v2()";
   if (d.struct_size < offsetof(st_strided_copy_v2, src_strides) + sizeof(void*))
-    return fail("%s: the descriptor's struct_size %u is smaller than ABI 1.1's; the core and the plugin disagree: "
-                "pip install -U slimtensor-core slimtensor-metal",
-                fn, d.struct_size);
+    return fail(
+        "%s: the descriptor's struct_size %u is smaller than ABI 1.1's; the core and the plugin disagree: "
+        "pip install -U slimtensor-core slimtensor-metal",
+        fn, d.struct_size);
   if (d.ndim < 0 || d.ndim > kMaxCopyDims)
     return fail("%s: needs 0 <= ndim <= %d but got %d; the core merges dimensions, so this is a core bug", fn,
                 kMaxCopyDims, d.ndim);
   const int64_t si = dtype_itemsize(d.src_dtype), di = dtype_itemsize(d.dst_dtype);
   if (si == 0 || di == 0)
-    return fail("%s: no MPS copy between dtype codes %d and %d (float8 and quantized types are not supported on "
-                "MPS); copy through the CPU",
-                fn, d.src_dtype, d.dst_dtype);
+    return fail(
+        "%s: no MPS copy between dtype codes %d and %d (float8 and quantized types are not supported on "
+        "MPS); copy through the CPU",
+        fn, d.src_dtype, d.dst_dtype);
   uint64_t numel, src_bytes, dst_bytes;
   if (!numel_of(fn, d.ndim, d.sizes, &numel)) return 1;
   if (numel == 0) return 0;
@@ -122,9 +124,10 @@ int strided_copy_locked(MetalContext* ctx, Stream* s, const st_strided_copy_v2& 
   if (dtype_needs_host_convert(d.src_dtype) || dtype_needs_host_convert(d.dst_dtype)) {
     const st_core_table* core = ctx->core();
     if (!core || core->struct_size < ST_CORE_TABLE_SIZE_1_1 || !core->convert_strided)
-      return fail("%s: converting dtype %d to %d on MPS needs the core's convert_strided (ABI 1.1) because Metal "
-                  "has no 64-bit floats; upgrade the core: pip install -U slimtensor-core",
-                  fn, d.src_dtype, d.dst_dtype);
+      return fail(
+          "%s: converting dtype %d to %d on MPS needs the core's convert_strided (ABI 1.1) because Metal "
+          "has no 64-bit floats; upgrade the core: pip install -U slimtensor-core",
+          fn, d.src_dtype, d.dst_dtype);
     if (s->synchronize()) return 1;  // the GPU must be done with both buffers before the host touches them
     st_strided_copy_v2 h = d;
     h.src = {src.host, 0, 0, 0};

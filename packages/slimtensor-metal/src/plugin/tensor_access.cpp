@@ -59,9 +59,10 @@ int read_tensor_locked(MetalContext* ctx, const char* what, AtenTensorHandle t, 
                         : !a.memory_ref       ? "slimtensor_aoti_get_memory_ref"
                                               : nullptr;
   if (missing)
-    return fail("%s: the core does not export %s through core_symbol (device-plugin ABI 1.1); upgrade the core: "
-                "pip install -U slimtensor-core",
-                what, missing);
+    return fail(
+        "%s: the core does not export %s through core_symbol (device-plugin ABI 1.1); upgrade the core: "
+        "pip install -U slimtensor-core",
+        what, missing);
   int64_t* sizes = nullptr;
   int64_t* strides = nullptr;
   if (a.get_dtype(t, &out->dtype) || a.get_device_type(t, &out->device_type) ||
@@ -73,7 +74,8 @@ int read_tensor_locked(MetalContext* ctx, const char* what, AtenTensorHandle t, 
   if (out->device_type != kMpsDeviceType)
     return fail("%s: expected a tensor on 'mps' (device type %d) but it is on device type %d; move it with .to('mps')",
                 what, kMpsDeviceType, out->device_type);
-  if (out->device_index != 0) return fail("%s: MPS has device index 0 only but the tensor is on mps:%d", what, out->device_index);
+  if (out->device_index != 0)
+    return fail("%s: MPS has device index 0 only but the tensor is on mps:%d", what, out->device_index);
   out->itemsize = dtype_itemsize(out->dtype);
   if (out->itemsize == 0) return fail("%s: dtype code %d has no Metal representation", what, out->dtype);
   st_memory_ref r{};

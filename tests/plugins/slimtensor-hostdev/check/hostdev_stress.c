@@ -43,7 +43,8 @@ static int convert(void* dst, int32_t dd, const void* src, int32_t sd, uint64_t 
 static int convert_strided(const st_strided_copy_v2* d) { /* ndim <= 2 here */
   const int64_t rows = d->ndim == 2 ? d->sizes[0] : 1, cols = d->ndim >= 1 ? d->sizes[d->ndim - 1] : 1;
   const int64_t drs = d->ndim == 2 ? d->dst_strides[0] : 0, srs = d->ndim == 2 ? d->src_strides[0] : 0;
-  const int64_t dcs = d->ndim >= 1 ? d->dst_strides[d->ndim - 1] : 0, scs = d->ndim >= 1 ? d->src_strides[d->ndim - 1] : 0;
+  const int64_t dcs = d->ndim >= 1 ? d->dst_strides[d->ndim - 1] : 0,
+                scs = d->ndim >= 1 ? d->src_strides[d->ndim - 1] : 0;
   char* dst = (char*)d->dst.handle + d->dst.byte_offset;
   const char* src = (const char*)d->src.handle + d->src.byte_offset;
   for (int64_t r = 0; r < rows; ++r)
@@ -54,27 +55,40 @@ static int convert_strided(const st_strided_copy_v2* d) { /* ndim <= 2 here */
   return 0;
 }
 
-static void trace(int32_t t, int32_t i, const char* op, int64_t b, void* s) { (void)t, (void)i, (void)op, (void)b, (void)s; }
+static void trace(int32_t t, int32_t i, const char* op, int64_t b, void* s) {
+  (void)t, (void)i, (void)op, (void)b, (void)s;
+}
 static const char* core_last_error(void) { return g_core_error; }
-static void* core_symbol(const char* name) { (void)name; return NULL; }
+static void* core_symbol(const char* name) {
+  (void)name;
+  return NULL;
+}
 
-static const st_core_table k_core = {sizeof(st_core_table), ST_PLUGIN_ABI_MAJOR, ST_PLUGIN_ABI_MINOR, "stress",
-                                     itemsize, note, convert, convert_strided, trace, core_last_error,
+static const st_core_table k_core = {sizeof(st_core_table),
+                                     ST_PLUGIN_ABI_MAJOR,
+                                     ST_PLUGIN_ABI_MINOR,
+                                     "stress",
+                                     itemsize,
+                                     note,
+                                     convert,
+                                     convert_strided,
+                                     trace,
+                                     core_last_error,
                                      core_symbol};
 static const st_device_table* T;
 static int g_failures;
 static pthread_mutex_t g_fail_mutex = PTHREAD_MUTEX_INITIALIZER;
 
-#define CHECK(cond, ...)                                      \
-  do {                                                        \
-    if (!(cond)) {                                            \
-      pthread_mutex_lock(&g_fail_mutex);                      \
-      ++g_failures;                                           \
-      fprintf(stderr, "FAILED %s:%d: ", __FILE__, __LINE__);  \
-      fprintf(stderr, __VA_ARGS__);                           \
-      fprintf(stderr, " (%s)\n", T->last_error(T->ctx));      \
-      pthread_mutex_unlock(&g_fail_mutex);                    \
-    }                                                         \
+#define CHECK(cond, ...)                                     \
+  do {                                                       \
+    if (!(cond)) {                                           \
+      pthread_mutex_lock(&g_fail_mutex);                     \
+      ++g_failures;                                          \
+      fprintf(stderr, "FAILED %s:%d: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                          \
+      fprintf(stderr, " (%s)\n", T->last_error(T->ctx));     \
+      pthread_mutex_unlock(&g_fail_mutex);                   \
+    }                                                        \
   } while (0)
 
 static void* worker(void* arg) {

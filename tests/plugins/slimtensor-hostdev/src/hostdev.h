@@ -24,7 +24,7 @@
 #include "slimtensor/c/device_plugin.h"
 
 #define HOSTDEV_NAME "hostdev"
-#define HOSTDEV_DEVICE_TYPE 20       /* c10 PrivateUse1 */
+#define HOSTDEV_DEVICE_TYPE 20        /* c10 PrivateUse1 */
 #define HOSTDEV_DLPACK_DEVICE_TYPE 12 /* kDLExtDev: DLPack's "extension device, for testing" */
 #define HOSTDEV_DEVICE_COUNT 2
 #define HOSTDEV_ALIGNMENT 256
@@ -48,11 +48,11 @@
 /* The plugin's counters, per device index; read by the Python module for the tests. */
 typedef struct hostdev_counters {
   int64_t allocations, frees, live_bytes, peak_bytes, failed_allocations;
-  int64_t live_tokens;       /* allocations whose memory is still held (freed ones wait for their stream) */
-  int64_t pending_frees;     /* free_v2 called, the stream has not reached the free yet */
-  int64_t bad_handles;       /* handles the core passed that are not exactly a live token (must stay 0) */
-  int64_t bad_handles_raw;   /* the same, from the plugin's own Python test functions (expected there) */
-  int64_t unordered_frees;   /* memory freed while another stream still had work queued on it */
+  int64_t live_tokens;     /* allocations whose memory is still held (freed ones wait for their stream) */
+  int64_t pending_frees;   /* free_v2 called, the stream has not reached the free yet */
+  int64_t bad_handles;     /* handles the core passed that are not exactly a live token (must stay 0) */
+  int64_t bad_handles_raw; /* the same, from the plugin's own Python test functions (expected there) */
+  int64_t unordered_frees; /* memory freed while another stream still had work queued on it */
   int64_t copies_host_to_device, copies_device_to_host, copies_device_to_device;
   int64_t non_blocking_copies; /* host copies that returned before their operation ran */
   int64_t strided_copies, fills, synchronizes, stream_synchronizes;
@@ -85,11 +85,30 @@ const char* hostdev_last_error(void);
 int hostdev_read_counters(int32_t index, hostdev_counters* out);
 /* Counter updates (atomics; index is clamped to a valid device). */
 typedef enum hostdev_counter {
-  HD_C_ALLOCATIONS, HD_C_FREES, HD_C_FAILED_ALLOCATIONS, HD_C_PENDING_FREES, HD_C_BAD_HANDLES,
-  HD_C_BAD_HANDLES_RAW, HD_C_UNORDERED_FREES, HD_C_H2D, HD_C_D2H, HD_C_D2D, HD_C_NON_BLOCKING, HD_C_STRIDED,
-  HD_C_FILLS, HD_C_SYNCHRONIZES, HD_C_STREAM_SYNCHRONIZES, HD_C_EVENTS_CREATED, HD_C_EVENTS_DESTROYED,
-  HD_C_EVENTS_RECORDED, HD_C_EVENTS_WAITED, HD_C_EVENT_SYNCHRONIZES, HD_C_RECORD_STREAMS, HD_C_STREAM_ERRORS,
-  HD_C_ERRORS, HD_C_COUNT
+  HD_C_ALLOCATIONS,
+  HD_C_FREES,
+  HD_C_FAILED_ALLOCATIONS,
+  HD_C_PENDING_FREES,
+  HD_C_BAD_HANDLES,
+  HD_C_BAD_HANDLES_RAW,
+  HD_C_UNORDERED_FREES,
+  HD_C_H2D,
+  HD_C_D2H,
+  HD_C_D2D,
+  HD_C_NON_BLOCKING,
+  HD_C_STRIDED,
+  HD_C_FILLS,
+  HD_C_SYNCHRONIZES,
+  HD_C_STREAM_SYNCHRONIZES,
+  HD_C_EVENTS_CREATED,
+  HD_C_EVENTS_DESTROYED,
+  HD_C_EVENTS_RECORDED,
+  HD_C_EVENTS_WAITED,
+  HD_C_EVENT_SYNCHRONIZES,
+  HD_C_RECORD_STREAMS,
+  HD_C_STREAM_ERRORS,
+  HD_C_ERRORS,
+  HD_C_COUNT
 } hostdev_counter;
 void hostdev_count(int32_t index, hostdev_counter which, int64_t delta);
 /* The module's raw test functions set this around their calls, so that the bad handles they pass on purpose
@@ -139,7 +158,7 @@ hd_stream* hostdev_stream_resolve(const char* function, int32_t index, void* str
 int64_t hostdev_stream_id(const hd_stream* s);
 int32_t hostdev_stream_device(const hd_stream* s);
 void* hostdev_stream_handle(const hd_stream* s);
-hd_stream* hostdev_stream_by_id(int64_t id); /* NULL when no such stream */
+hd_stream* hostdev_stream_by_id(int64_t id);    /* NULL when no such stream */
 void* hostdev_stream_handle_for_id(int64_t id); /* the handle a stream of that id has (or would have) */
 hd_stream* hostdev_default_stream(int32_t index);
 hd_stream* hostdev_current_stream(int32_t index);

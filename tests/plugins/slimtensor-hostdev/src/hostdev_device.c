@@ -11,7 +11,7 @@
 #include "hostdev.h"
 
 #ifndef HOSTDEV_VERSION
-#define HOSTDEV_VERSION "0.0.0"
+#  define HOSTDEV_VERSION "0.0.0"
 #endif
 
 _Static_assert(HOSTDEV_DEVICE_COUNT == 2, "t_current in hostdev_streams.c is initialised for two devices");
@@ -22,7 +22,7 @@ _Static_assert(HOSTDEV_DEVICE_COUNT == 2, "t_current in hostdev_streams.c is ini
  * it equals the core's own live_bytes for the device; live_tokens counts the allocations whose memory is
  * still held, including the freed ones whose stream has not reached the free yet (pending_frees). */
 static _Atomic int64_t g_counters[HOSTDEV_DEVICE_COUNT][HD_C_COUNT];
-static const st_core_table* _Atomic g_core; /* the first core table given to hostdev_make_table */
+static const st_core_table* _Atomic g_core;    /* the first core table given to hostdev_make_table */
 static const st_device_table* _Atomic g_table; /* the real device's, once registered */
 static _Thread_local char g_last_error[640];
 static _Thread_local int t_raw_call;
@@ -116,7 +116,7 @@ static void hd_free_v2(void* ctx, int32_t index, void* handle, uint64_t nbytes, 
   hd_stream* s = hostdev_stream_resolve("free_v2", index, stream);
   const int64_t slot = hostdev_memory_retire("free_v2", index, handle, nbytes);
   if (slot < 0) return; /* counted as a bad handle; nothing is freed */
-  if (!s) { /* a bad stream (counted): free once every stream of the device is idle */
+  if (!s) {             /* a bad stream (counted): free once every stream of the device is idle */
     hostdev_synchronize_device("free_v2", index);
     hostdev_memory_release((uint32_t)slot, index);
     return;
@@ -161,8 +161,8 @@ static int host_copy(const char* function, st_memory_ref device, void* host, uin
   if (!s) return 1;
   if (check_flags(function, flags)) return 1;
   if (nbytes == 0) return 0;
-  if (!host) return hostdev_fail("hostdev %s(): the host pointer is NULL for %llu bytes", function,
-                                 (unsigned long long)nbytes);
+  if (!host)
+    return hostdev_fail("hostdev %s(): the host pointer is NULL for %llu bytes", function, (unsigned long long)nbytes);
   hd_span span;
   if (hostdev_memory_use(function, device, nbytes, &span)) return 1;
   hd_op_args op;
@@ -190,8 +190,7 @@ static int hd_copy_from_host(void* ctx, st_memory_ref dst, const void* host, uin
   return done(dst.device_index, host_copy("copy_from_host", dst, (void*)host, nbytes, stream, flags, 0));
 }
 
-static int hd_copy_to_host(void* ctx, void* host, st_memory_ref src, uint64_t nbytes, void* stream,
-                           uint32_t flags) {
+static int hd_copy_to_host(void* ctx, void* host, st_memory_ref src, uint64_t nbytes, void* stream, uint32_t flags) {
   (void)ctx;
   return done(src.device_index, host_copy("copy_to_host", src, host, nbytes, stream, flags, 1));
 }
@@ -362,26 +361,33 @@ static int hd_stream_to_dlpack(void* ctx, int32_t index, void* stream, int64_t* 
   if (!value) return done(index, hostdev_fail("hostdev stream_to_dlpack(): value must not be NULL"));
   hd_stream* s = hostdev_stream_resolve("stream_to_dlpack", index, stream);
   if (!s) return done(index, 1);
-  if (s == hostdev_default_stream(index)) *value = HOSTDEV_DLPACK_LEGACY_DEFAULT;
-  else if (s == hostdev_per_thread_stream(index)) *value = HOSTDEV_DLPACK_PER_THREAD_DEFAULT;
-  else *value = hostdev_stream_id(s) + HOSTDEV_DLPACK_STREAM_BASE;
+  if (s == hostdev_default_stream(index))
+    *value = HOSTDEV_DLPACK_LEGACY_DEFAULT;
+  else if (s == hostdev_per_thread_stream(index))
+    *value = HOSTDEV_DLPACK_PER_THREAD_DEFAULT;
+  else
+    *value = hostdev_stream_id(s) + HOSTDEV_DLPACK_STREAM_BASE;
   return 0;
 }
 
 static int stream_from_dlpack(int32_t index, int64_t value, void** stream) {
   if (check_index("stream_from_dlpack", index)) return 1;
   hd_stream* s = NULL;
-  if (value == HOSTDEV_DLPACK_LEGACY_DEFAULT) s = hostdev_default_stream(index);
-  else if (value == HOSTDEV_DLPACK_PER_THREAD_DEFAULT) s = hostdev_per_thread_stream(index);
-  else if (value >= HOSTDEV_DLPACK_STREAM_BASE) s = hostdev_stream_by_id(value - HOSTDEV_DLPACK_STREAM_BASE);
+  if (value == HOSTDEV_DLPACK_LEGACY_DEFAULT)
+    s = hostdev_default_stream(index);
+  else if (value == HOSTDEV_DLPACK_PER_THREAD_DEFAULT)
+    s = hostdev_per_thread_stream(index);
+  else if (value >= HOSTDEV_DLPACK_STREAM_BASE)
+    s = hostdev_stream_by_id(value - HOSTDEV_DLPACK_STREAM_BASE);
   else {
-    return hostdev_fail("hostdev stream_from_dlpack(): %lld names no hostdev stream (1: the default stream, 2: "
-                        "the per-thread default stream, 100 + id: stream id; -1 and 0 are for the consumer to "
-                        "handle, as the DLPack spec says)",
-                        (long long)value);
+    return hostdev_fail(
+        "hostdev stream_from_dlpack(): %lld names no hostdev stream (1: the default stream, 2: "
+        "the per-thread default stream, 100 + id: stream id; -1 and 0 are for the consumer to "
+        "handle, as the DLPack spec says)",
+        (long long)value);
   }
-  if (!s) return hostdev_fail("hostdev stream_from_dlpack(): no hostdev stream has the DLPack value %lld",
-                              (long long)value);
+  if (!s)
+    return hostdev_fail("hostdev stream_from_dlpack(): no hostdev stream has the DLPack value %lld", (long long)value);
   if (hostdev_stream_device(s) != index) {
     return hostdev_fail("hostdev stream_from_dlpack(): DLPack stream %lld belongs to hostdev:%d, not hostdev:%d",
                         (long long)value, (int)hostdev_stream_device(s), (int)index);
@@ -426,8 +432,7 @@ static int hd_locate_pointer(void* ctx, const void* ptr, int32_t* index) {
   const int pinned = pinned_contains(ptr);
   pthread_mutex_unlock(&g_pinned_mutex);
   if (pinned) {
-    return hostdev_fail("hostdev locate_pointer(): %p is pinned host memory (host_allocate), not device memory",
-                        ptr);
+    return hostdev_fail("hostdev locate_pointer(): %p is pinned host memory (host_allocate), not device memory", ptr);
   }
   return hostdev_fail("%s", token_message);
 }
@@ -437,16 +442,16 @@ static int hd_host_allocate(void* ctx, uint64_t nbytes, void** ptr) {
   if (!ptr) return done(0, hostdev_fail("hostdev host_allocate(): ptr must not be NULL"));
   *ptr = NULL;
   if (nbytes == 0 || nbytes > (1ull << 40)) {
-    return done(0, hostdev_fail("hostdev host_allocate(): nbytes must be in [1, 2^40], got %llu",
-                                (unsigned long long)nbytes));
+    return done(
+        0, hostdev_fail("hostdev host_allocate(): nbytes must be in [1, 2^40], got %llu", (unsigned long long)nbytes));
   }
   const uint64_t rounded = (nbytes + 63) / 64 * 64;
   pinned_block* b = malloc(sizeof *b);
   unsigned char* p = b ? aligned_alloc(64, (size_t)rounded) : NULL;
   if (!p) {
     free(b);
-    return done(0, hostdev_fail("hostdev host_allocate(): the host could not provide %llu bytes",
-                                (unsigned long long)nbytes));
+    return done(
+        0, hostdev_fail("hostdev host_allocate(): the host could not provide %llu bytes", (unsigned long long)nbytes));
   }
   b->ptr = p;
   b->nbytes = nbytes;

@@ -66,9 +66,7 @@ static uint32_t salt_of(uint32_t index, uint32_t generation) {
   return x ? x : 0x1000u;
 }
 
-static uint64_t token_of(uint32_t index, const slot* s) {
-  return TOKEN_TAG | ((uint64_t)index << 32) | s->salt;
-}
+static uint64_t token_of(uint32_t index, const slot* s) { return TOKEN_TAG | ((uint64_t)index << 32) | s->salt; }
 
 static uint64_t capacity_bytes(void) {
   const char* text = getenv(HOSTDEV_CAPACITY_ENV);
@@ -88,8 +86,10 @@ static void describe(void* handle, char* buf, size_t size) {
     return;
   }
   if ((h & TOKEN_TAG_MASK) != TOKEN_TAG) {
-    snprintf(buf, size, "%p is not a hostdev allocation token (tokens look like 0xdead...; a host address or "
-                        "another device's pointer?)", handle);
+    snprintf(buf, size,
+             "%p is not a hostdev allocation token (tokens look like 0xdead...; a host address or "
+             "another device's pointer?)",
+             handle);
     return;
   }
   const uint32_t index = (uint32_t)((h >> 32) & 0xffffu);
@@ -100,8 +100,10 @@ static void describe(void* handle, char* buf, size_t size) {
   const slot* s = &g_slots[index];
   const uint64_t token = token_of(index, s);
   if (s->state == SLOT_LIVE && h > token) {
-    snprintf(buf, size, "%p is the token 0x%" PRIx64 " plus 0x%" PRIx64 " bytes: the core must pass offsets in "
-                        "st_memory_ref.byte_offset, never add them to a handle (Note [Device memory handles])",
+    snprintf(buf, size,
+             "%p is the token 0x%" PRIx64 " plus 0x%" PRIx64
+             " bytes: the core must pass offsets in "
+             "st_memory_ref.byte_offset, never add them to a handle (Note [Device memory handles])",
              handle, token, h - token);
   } else if (s->state == SLOT_RETIRED && h == token) {
     snprintf(buf, size, "%p was freed already (free_v2): use after free", handle);
@@ -112,18 +114,18 @@ static void describe(void* handle, char* buf, size_t size) {
 
 int hostdev_memory_allocate(int32_t index, uint64_t nbytes, void** token) {
   const uint64_t capacity = capacity_bytes();
-  const uint64_t rounded_guess = nbytes <= capacity ? (nbytes + HOSTDEV_ALIGNMENT - 1) / HOSTDEV_ALIGNMENT *
-                                                          HOSTDEV_ALIGNMENT
-                                                    : 0;
+  const uint64_t rounded_guess =
+      nbytes <= capacity ? (nbytes + HOSTDEV_ALIGNMENT - 1) / HOSTDEV_ALIGNMENT * HOSTDEV_ALIGNMENT : 0;
   pthread_mutex_lock(&g_mutex);
   device_memory* d = &g_devices[index];
   if (nbytes > capacity || (uint64_t)d->held_bytes > capacity - rounded_guess || rounded_guess < nbytes) {
     const long long held = (long long)d->held_bytes;
     pthread_mutex_unlock(&g_mutex);
     hostdev_count(index, HD_C_FAILED_ALLOCATIONS, 1);
-    return hostdev_fail("hostdev allocate_v2(): out of memory on hostdev:%d: asked for %llu bytes, %lld of %llu "
-                        "bytes in use; free tensors or set " HOSTDEV_CAPACITY_ENV,
-                        (int)index, (unsigned long long)nbytes, held, (unsigned long long)capacity);
+    return hostdev_fail(
+        "hostdev allocate_v2(): out of memory on hostdev:%d: asked for %llu bytes, %lld of %llu "
+        "bytes in use; free tensors or set " HOSTDEV_CAPACITY_ENV,
+        (int)index, (unsigned long long)nbytes, held, (unsigned long long)capacity);
   }
   d->held_bytes += (int64_t)rounded_guess; /* reserved before the block exists, so racing callers see it */
   uint32_t i;
@@ -138,8 +140,10 @@ int hostdev_memory_allocate(int32_t index, uint64_t nbytes, void** token) {
         d->held_bytes -= (int64_t)rounded_guess;
         pthread_mutex_unlock(&g_mutex);
         hostdev_count(index, HD_C_FAILED_ALLOCATIONS, 1);
-        return hostdev_fail("hostdev allocate_v2(): hostdev keeps at most %u live allocations and has no room "
-                            "for another on hostdev:%d; free tensors", MAX_SLOTS, (int)index);
+        return hostdev_fail(
+            "hostdev allocate_v2(): hostdev keeps at most %u live allocations and has no room "
+            "for another on hostdev:%d; free tensors",
+            MAX_SLOTS, (int)index);
       }
       memset(bigger + g_capacity, 0, (size_t)(grown - g_capacity) * sizeof *g_slots);
       g_slots = bigger;
@@ -199,10 +203,10 @@ int64_t hostdev_memory_retire(const char* function, int32_t index, void* token, 
   pthread_mutex_lock(&g_mutex);
   const uint32_t i = lookup_live(token);
   if (i == UINT32_MAX || g_slots[i].device != index || g_slots[i].nbytes != nbytes) {
-    if (i == UINT32_MAX) describe(token, why, sizeof why);
+    if (i == UINT32_MAX)
+      describe(token, why, sizeof why);
     else if (g_slots[i].device != index)
-      snprintf(why, sizeof why, "%p belongs to hostdev:%d, not hostdev:%d", token, (int)g_slots[i].device,
-               (int)index);
+      snprintf(why, sizeof why, "%p belongs to hostdev:%d, not hostdev:%d", token, (int)g_slots[i].device, (int)index);
     else
       snprintf(why, sizeof why, "%p holds %llu bytes but the call says %llu", token,
                (unsigned long long)g_slots[i].nbytes, (unsigned long long)nbytes);
@@ -268,8 +272,8 @@ int hostdev_memory_use(const char* function, st_memory_ref ref, uint64_t nbytes,
     const int dev = s->device;
     pthread_mutex_unlock(&g_mutex);
     return hostdev_bad_handle(ref.device_index, function,
-                              "%p is memory of hostdev:%d but st_memory_ref.device_index says %d", ref.handle,
-                              dev, (int)ref.device_index);
+                              "%p is memory of hostdev:%d but st_memory_ref.device_index says %d", ref.handle, dev,
+                              (int)ref.device_index);
   }
   if (ref.byte_offset > s->nbytes || nbytes > s->nbytes - ref.byte_offset) {
     const unsigned long long size = (unsigned long long)s->nbytes;
@@ -300,9 +304,10 @@ int hostdev_memory_record_stream(const char* function, int32_t index, void* toke
   pthread_mutex_lock(&g_mutex);
   const uint32_t i = lookup_live(token);
   if (i == UINT32_MAX || g_slots[i].device != index) {
-    if (i == UINT32_MAX) describe(token, why, sizeof why);
-    else snprintf(why, sizeof why, "%p belongs to hostdev:%d, not hostdev:%d", token, (int)g_slots[i].device,
-                  (int)index);
+    if (i == UINT32_MAX)
+      describe(token, why, sizeof why);
+    else
+      snprintf(why, sizeof why, "%p belongs to hostdev:%d, not hostdev:%d", token, (int)g_slots[i].device, (int)index);
     pthread_mutex_unlock(&g_mutex);
     return hostdev_bad_handle(index, function, "%s", why);
   }

@@ -72,17 +72,33 @@ static PyObject* counters(PyObject* self, PyObject* args) {
     const char* key;
     long long value;
   } items[] = {
-      {"allocations", c.allocations}, {"frees", c.frees}, {"live_allocations", c.allocations - c.frees},
-      {"live_bytes", c.live_bytes}, {"peak_bytes", c.peak_bytes}, {"failed_allocations", c.failed_allocations},
-      {"live_tokens", c.live_tokens}, {"pending_frees", c.pending_frees}, {"bad_handles", c.bad_handles},
-      {"bad_handles_raw", c.bad_handles_raw}, {"unordered_frees", c.unordered_frees},
-      {"copies_host_to_device", c.copies_host_to_device}, {"copies_device_to_host", c.copies_device_to_host},
-      {"copies_device_to_device", c.copies_device_to_device}, {"non_blocking_copies", c.non_blocking_copies},
-      {"strided_copies", c.strided_copies}, {"fills", c.fills}, {"synchronizes", c.synchronizes},
-      {"stream_synchronizes", c.stream_synchronizes}, {"events_created", c.events_created},
-      {"events_destroyed", c.events_destroyed}, {"events_recorded", c.events_recorded},
-      {"events_waited", c.events_waited}, {"event_synchronizes", c.event_synchronizes},
-      {"record_streams", c.record_streams}, {"stream_errors", c.stream_errors}, {"errors", c.errors},
+      {"allocations", c.allocations},
+      {"frees", c.frees},
+      {"live_allocations", c.allocations - c.frees},
+      {"live_bytes", c.live_bytes},
+      {"peak_bytes", c.peak_bytes},
+      {"failed_allocations", c.failed_allocations},
+      {"live_tokens", c.live_tokens},
+      {"pending_frees", c.pending_frees},
+      {"bad_handles", c.bad_handles},
+      {"bad_handles_raw", c.bad_handles_raw},
+      {"unordered_frees", c.unordered_frees},
+      {"copies_host_to_device", c.copies_host_to_device},
+      {"copies_device_to_host", c.copies_device_to_host},
+      {"copies_device_to_device", c.copies_device_to_device},
+      {"non_blocking_copies", c.non_blocking_copies},
+      {"strided_copies", c.strided_copies},
+      {"fills", c.fills},
+      {"synchronizes", c.synchronizes},
+      {"stream_synchronizes", c.stream_synchronizes},
+      {"events_created", c.events_created},
+      {"events_destroyed", c.events_destroyed},
+      {"events_recorded", c.events_recorded},
+      {"events_waited", c.events_waited},
+      {"event_synchronizes", c.event_synchronizes},
+      {"record_streams", c.record_streams},
+      {"stream_errors", c.stream_errors},
+      {"errors", c.errors},
   };
   for (size_t i = 0; i < sizeof items / sizeof items[0]; ++i) {
     if (set_int(d, items[i].key, items[i].value) < 0) {
@@ -120,9 +136,9 @@ static PyObject* stream_counters(PyObject* self, PyObject* args) {
     return NULL;
   }
   PyObject* d = PyDict_New();
-  if (d && (set_int(d, "device", c.device) || set_int(d, "ops_queued", c.ops_queued) ||
-            set_int(d, "ops_run", c.ops_run) || set_int(d, "ops_delayed", c.ops_delayed) ||
-            set_int(d, "waits", c.waits)))
+  if (d &&
+      (set_int(d, "device", c.device) || set_int(d, "ops_queued", c.ops_queued) || set_int(d, "ops_run", c.ops_run) ||
+       set_int(d, "ops_delayed", c.ops_delayed) || set_int(d, "waits", c.waits)))
     Py_CLEAR(d);
   return d;
 }
@@ -165,10 +181,9 @@ static int to_handle(PyObject* obj, void* out) {
   return 1;
 }
 
-#define RAW_BEGIN                                                                                                  \
-  Py_BEGIN_ALLOW_THREADS hostdev_set_raw_call(1);
-#define RAW_END                                                                                                    \
-  hostdev_set_raw_call(0);                                                                                         \
+#define RAW_BEGIN Py_BEGIN_ALLOW_THREADS hostdev_set_raw_call(1);
+#define RAW_END            \
+  hostdev_set_raw_call(0); \
   Py_END_ALLOW_THREADS
 
 static PyObject* stream_id_or_raise(hd_stream* s) {
@@ -339,8 +354,7 @@ static PyObject* raw_free(PyObject* self, PyObject* args) {
   void* handle;
   unsigned long long nbytes;
   void* stream = ST_STREAM_CURRENT;
-  if (!PyArg_ParseTuple(args, "iO&K|O&:raw_free", &index, to_handle, &handle, &nbytes, to_stream, &stream))
-    return NULL;
+  if (!PyArg_ParseTuple(args, "iO&K|O&:raw_free", &index, to_handle, &handle, &nbytes, to_stream, &stream)) return NULL;
   const st_device_table* t = table_or_raise();
   if (!t) return NULL;
   RAW_BEGIN t->free_v2(t->ctx, index, handle, nbytes, stream);
@@ -399,8 +413,8 @@ static PyObject* raw_copy(PyObject* self, PyObject* args) {
   void *dst, *src;
   unsigned long long dst_offset, src_offset, nbytes;
   void* stream = ST_STREAM_CURRENT;
-  if (!PyArg_ParseTuple(args, "iO&KiO&KK|O&:raw_copy", &dst_index, to_handle, &dst, &dst_offset, &src_index,
-                        to_handle, &src, &src_offset, &nbytes, to_stream, &stream))
+  if (!PyArg_ParseTuple(args, "iO&KiO&KK|O&:raw_copy", &dst_index, to_handle, &dst, &dst_offset, &src_index, to_handle,
+                        &src, &src_offset, &nbytes, to_stream, &stream))
     return NULL;
   const st_device_table* t = table_or_raise();
   if (!t) return NULL;
@@ -418,8 +432,8 @@ static PyObject* raw_fill(PyObject* self, PyObject* args) {
   unsigned long long offset, nbytes;
   Py_buffer pattern;
   void* stream = ST_STREAM_CURRENT;
-  if (!PyArg_ParseTuple(args, "iO&KKy*|O&:raw_fill", &index, to_handle, &handle, &offset, &nbytes, &pattern,
-                        to_stream, &stream))
+  if (!PyArg_ParseTuple(args, "iO&KKy*|O&:raw_fill", &index, to_handle, &handle, &offset, &nbytes, &pattern, to_stream,
+                        &stream))
     return NULL;
   const st_device_table* t = table_or_raise();
   if (!t) {
@@ -653,8 +667,15 @@ static PyModuleDef_Slot slots[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_hostdev", "The hostdev test device plugin (C, plugin ABI only).", 0, methods,
-    slots, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "_hostdev",
+    "The hostdev test device plugin (C, plugin ABI only).",
+    0,
+    methods,
+    slots,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__hostdev(void) { return PyModuleDef_Init(&module); }

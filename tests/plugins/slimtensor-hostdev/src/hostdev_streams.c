@@ -80,7 +80,7 @@ static hd_stream* g_default[HOSTDEV_DEVICE_COUNT]; /* guarded by g_registry */
 
 static _Atomic int64_t g_delay_us = -1, g_jitter_us = -1;
 
-static _Thread_local int32_t t_device;                                  /* Note [Current device] */
+static _Thread_local int32_t t_device;                                   /* Note [Current device] */
 static _Thread_local int64_t t_current[HOSTDEV_DEVICE_COUNT] = {-1, -1}; /* -1: the default stream */
 
 /* ---- delays ---- */
@@ -114,8 +114,7 @@ void hostdev_get_delay(int64_t* delay_us, int64_t* jitter_us) {
 
 static void sleep_us(int64_t us) {
   struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
 static uint64_t next_random(uint64_t* state) { /* xorshift64* */
@@ -145,9 +144,7 @@ static void run_op(hd_stream* s, hd_op_args* op) {
     case HD_OP_COPY:
       if (op->nbytes) memmove(op->dst, op->src, (size_t)op->nbytes);
       break;
-    case HD_OP_FILL:
-      run_fill(op->dst, op->nbytes, op->pattern, op->pattern_size);
-      break;
+    case HD_OP_FILL: run_fill(op->dst, op->nbytes, op->pattern, op->pattern_size); break;
     case HD_OP_STRIDED:
       if (hostdev_strided_run(&op->strided)) hostdev_stream_fail(s, hostdev_last_error());
       break;
@@ -159,12 +156,8 @@ static void run_op(hd_stream* s, hd_op_args* op) {
       atomic_fetch_add(&s->waits, 1);
       break;
     }
-    case HD_OP_FREE:
-      hostdev_memory_release(op->free_slot, s->device);
-      break;
-    case HD_OP_STALL:
-      sleep_us(op->stall_us);
-      break;
+    case HD_OP_FREE: hostdev_memory_release(op->free_slot, s->device); break;
+    case HD_OP_STALL: sleep_us(op->stall_us); break;
   }
 }
 
@@ -324,8 +317,10 @@ hd_stream* hostdev_per_thread_stream(int32_t index) {
       hd_stream* s = g_streams[i];
       if (s->kind == KIND_PER_THREAD && s->device == index && !s->in_use) found = s;
     }
-    if (found) found->in_use = 1;
-    else found = create_locked(index, KIND_PER_THREAD);
+    if (found)
+      found->in_use = 1;
+    else
+      found = create_locked(index, KIND_PER_THREAD);
     pthread_mutex_unlock(&g_registry);
     t_per_thread->streams[index] = found;
   }
@@ -380,8 +375,10 @@ int hostdev_enqueue(hd_stream* s, const hd_op_args* op, uint64_t* seq) {
   n->op = *op;
   pthread_mutex_lock(&s->mutex);
   const uint64_t number = ++s->enqueued;
-  if (s->tail) s->tail->next = n;
-  else s->head = n;
+  if (s->tail)
+    s->tail->next = n;
+  else
+    s->head = n;
   s->tail = n;
   pthread_cond_signal(&s->work);
   pthread_mutex_unlock(&s->mutex);
@@ -465,8 +462,9 @@ static uint32_t event_lookup(int32_t index, void* event) {
 }
 
 static int bad_event(int32_t index, const char* function, void* event) {
-  return hostdev_bad_handle(index, function, "%p is not a live hostdev event of hostdev:%d (destroyed already, "
-                                             "or from event_create of another device?)",
+  return hostdev_bad_handle(index, function,
+                            "%p is not a live hostdev event of hostdev:%d (destroyed already, "
+                            "or from event_create of another device?)",
                             event, (int)index);
 }
 
@@ -496,8 +494,10 @@ void hostdev_event_destroy(int32_t index, void* event) {
     g_events[i].generation += 1;
   }
   pthread_mutex_unlock(&g_events_mutex);
-  if (i == UINT32_MAX) bad_event(index, "event_destroy", event);
-  else hostdev_count(index, HD_C_EVENTS_DESTROYED, 1);
+  if (i == UINT32_MAX)
+    bad_event(index, "event_destroy", event);
+  else
+    hostdev_count(index, HD_C_EVENTS_DESTROYED, 1);
 }
 
 int hostdev_event_record(int32_t index, void* event, void* stream) {

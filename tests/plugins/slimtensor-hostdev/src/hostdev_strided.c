@@ -9,13 +9,15 @@
 #define HD_MAX_NDIM 64
 
 /* The bytes one side spans: (1 + sum (size-1)*stride) * itemsize, overflow-checked. */
-static int side_extent(const char* side, int32_t ndim, const int64_t* sizes, const int64_t* strides,
-                       int32_t itemsize, uint64_t* bytes) {
+static int side_extent(const char* side, int32_t ndim, const int64_t* sizes, const int64_t* strides, int32_t itemsize,
+                       uint64_t* bytes) {
   int64_t last = 0;
   for (int32_t d = 0; d < ndim; ++d) {
     if (strides[d] < 0) {
-      return hostdev_fail("hostdev copy_strided_v2(): %s_strides[%d] is negative (%lld); the ABI passes "
-                          "strides >= 0", side, (int)d, (long long)strides[d]);
+      return hostdev_fail(
+          "hostdev copy_strided_v2(): %s_strides[%d] is negative (%lld); the ABI passes "
+          "strides >= 0",
+          side, (int)d, (long long)strides[d]);
     }
     int64_t step;
     if (__builtin_mul_overflow(sizes[d] - 1, strides[d], &step) || __builtin_add_overflow(last, step, &last)) {
@@ -35,8 +37,8 @@ int hostdev_strided_prepare(const st_strided_copy_v2* desc, hd_op_args* op) {
   memset(op, 0, sizeof *op);
   if (!desc) return hostdev_fail("hostdev copy_strided_v2(): desc must not be NULL");
   if (desc->struct_size < sizeof(st_strided_copy_v2)) {
-    return hostdev_fail("hostdev copy_strided_v2(): desc->struct_size is %u, expected at least %u",
-                        desc->struct_size, (unsigned)sizeof(st_strided_copy_v2));
+    return hostdev_fail("hostdev copy_strided_v2(): desc->struct_size is %u, expected at least %u", desc->struct_size,
+                        (unsigned)sizeof(st_strided_copy_v2));
   }
   const int32_t ndim = desc->ndim;
   if (ndim < 0 || ndim > HD_MAX_NDIM) {
@@ -48,8 +50,7 @@ int hostdev_strided_prepare(const st_strided_copy_v2* desc, hd_op_args* op) {
   int64_t numel = 1;
   for (int32_t d = 0; d < ndim; ++d) {
     if (desc->sizes[d] < 0) {
-      return hostdev_fail("hostdev copy_strided_v2(): sizes[%d] is negative (%lld)", (int)d,
-                          (long long)desc->sizes[d]);
+      return hostdev_fail("hostdev copy_strided_v2(): sizes[%d] is negative (%lld)", (int)d, (long long)desc->sizes[d]);
     }
     if (__builtin_mul_overflow(numel, desc->sizes[d], &numel)) {
       return hostdev_fail("hostdev copy_strided_v2(): the number of elements overflows int64");
@@ -65,8 +66,8 @@ int hostdev_strided_prepare(const st_strided_copy_v2* desc, hd_op_args* op) {
    * not from a worker thread later. */
   unsigned char zero[16] = {0}, probe[16];
   if (core->convert(probe, desc->dst_dtype, zero, desc->src_dtype, 1) != 0) {
-    return hostdev_fail("hostdev copy_strided_v2(): the core cannot convert dtype %d to %d: %s",
-                        (int)desc->src_dtype, (int)desc->dst_dtype, core->core_last_error());
+    return hostdev_fail("hostdev copy_strided_v2(): the core cannot convert dtype %d to %d: %s", (int)desc->src_dtype,
+                        (int)desc->dst_dtype, core->core_last_error());
   }
   op->kind = HD_OP_STRIDED;
   op->counter_device = desc->dst.device_index;
@@ -120,8 +121,10 @@ int hostdev_strided_run(const hd_strided_op* op) {
   host.dst.handle = op->dst; /* host addresses: the real blocks behind the tokens, offsets already applied */
   host.src.handle = (void*)op->src;
   if (core->convert_strided(&host) != 0) {
-    return hostdev_fail("hostdev copy_strided_v2(): the core's convert_strided failed while the stream ran the "
-                        "copy: %s", core->core_last_error());
+    return hostdev_fail(
+        "hostdev copy_strided_v2(): the core's convert_strided failed while the stream ran the "
+        "copy: %s",
+        core->core_last_error());
   }
   return 0;
 }

@@ -22,17 +22,18 @@ static int g_ok_built; /* guarded by g_ok_mutex */
 static int check_core(const st_core_table* core) {
   if (!core) return hostdev_fail("hostdev st_plugin_init(): the core table is NULL");
   if (core->abi_major != ST_PLUGIN_ABI_MAJOR) {
-    return hostdev_fail("hostdev st_plugin_init(): slimtensor-core speaks plugin ABI %u.%u, hostdev was built "
-                        "for %d.%d; rebuild slimtensor-hostdev against the installed slimtensor-core",
-                        core->abi_major, core->abi_minor, ST_PLUGIN_ABI_MAJOR, ST_PLUGIN_ABI_MINOR);
+    return hostdev_fail(
+        "hostdev st_plugin_init(): slimtensor-core speaks plugin ABI %u.%u, hostdev was built "
+        "for %d.%d; rebuild slimtensor-hostdev against the installed slimtensor-core",
+        core->abi_major, core->abi_minor, ST_PLUGIN_ABI_MAJOR, ST_PLUGIN_ABI_MINOR);
   }
-  if (core->abi_minor < 1 || core->struct_size < ST_CORE_TABLE_SIZE_1_1 || !core->convert ||
-      !core->convert_strided || !core->core_last_error || !core->scalar_type_itemsize) {
-    return hostdev_fail("hostdev st_plugin_init(): hostdev needs the ABI 1.1 core table (convert, "
-                        "convert_strided) but slimtensor-core %s gives ABI %u.%u (%u bytes); upgrade the core: "
-                        "pip install -U slimtensor-core",
-                        core->core_version ? core->core_version : "?", core->abi_major, core->abi_minor,
-                        core->struct_size);
+  if (core->abi_minor < 1 || core->struct_size < ST_CORE_TABLE_SIZE_1_1 || !core->convert || !core->convert_strided ||
+      !core->core_last_error || !core->scalar_type_itemsize) {
+    return hostdev_fail(
+        "hostdev st_plugin_init(): hostdev needs the ABI 1.1 core table (convert, "
+        "convert_strided) but slimtensor-core %s gives ABI %u.%u (%u bytes); upgrade the core: "
+        "pip install -U slimtensor-core",
+        core->core_version ? core->core_version : "?", core->abi_major, core->abi_minor, core->struct_size);
   }
   return 0;
 }
@@ -74,8 +75,7 @@ static int init_variant(hostdev_variant variant, const st_core_table* core, cons
       break;
     case HOSTDEV_INIT_FAILS:
       return hostdev_fail("hostdev st_plugin_init(): this variant always fails (a test of the core's refusal)");
-    default:
-      return hostdev_fail("hostdev st_plugin_init(): unknown variant %d", (int)variant);
+    default: return hostdev_fail("hostdev st_plugin_init(): unknown variant %d", (int)variant);
   }
   *out = table;
   return 0;
@@ -118,7 +118,7 @@ st_plugin_init_fn hostdev_init_function(hostdev_variant variant) {
 }
 
 const char* hostdev_variant_name(hostdev_variant variant) {
-  static const char* const names[HOSTDEV_VARIANT_COUNT] = {"ok", "abi10", "bad_major", "bad_minor",
-                                                            "small_struct", "no_v2_memory", "init_fails"};
+  static const char* const names[HOSTDEV_VARIANT_COUNT] = {"ok",           "abi10",        "bad_major", "bad_minor",
+                                                           "small_struct", "no_v2_memory", "init_fails"};
   return (variant >= 0 && variant < HOSTDEV_VARIANT_COUNT) ? names[variant] : NULL;
 }

@@ -51,9 +51,9 @@ template <typename... Parts>
 }  // namespace slimtensor
 
 // Checks a condition on the hot path; builds the message only when it fails.
-#define ST_CHECK(cond, kind, ...)                                \
-  do {                                                           \
-    if (__builtin_expect(!(cond), 0)) {                          \
+#define ST_CHECK(cond, kind, ...)                                     \
+  do {                                                                \
+    if (__builtin_expect(!(cond), 0)) {                               \
       ::slimtensor::fail(::slimtensor::ErrorKind::kind, __VA_ARGS__); \
-    }                                                            \
+    }                                                                 \
   } while (0)

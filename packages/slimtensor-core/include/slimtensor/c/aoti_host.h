@@ -49,7 +49,7 @@ SLIMTENSOR_C_API int32_t slimtensor_aoti_owner_adopt_output(void* owner, AtenTen
 SLIMTENSOR_C_API int64_t slimtensor_aoti_owner_refs(void* owner);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* SLIMTENSOR_C_AOTI_HOST_H_ */

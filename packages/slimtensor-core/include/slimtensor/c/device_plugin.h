@@ -35,14 +35,13 @@
  * the plugin resolves it before it reaches the driver. The core passes real streams it got from
  * current_stream or stream_from_dlpack, and may keep them for as long as it keeps memory allocated on
  * them (a storage frees on the stream it was allocated on), so a stream the plugin hands out must stay
- * valid at least as long as memory allocated on it. Work is stream-ordered: a device-to-device copy, a strided copy or a fill may
- * return before it has run. A copy that reads or writes host memory returns only once the host memory
- * may be reused (host-to-device) or read (device-to-host), unless the caller passes
- * ST_COPY_NON_BLOCKING, which allows it to return earlier (the caller then synchronises the stream
- * before touching that host memory; a plugin may always ignore the flag and complete the copy).
- * Freeing is stream-ordered too: free_v2 names the stream on which the memory was last used, and the
- * plugin must not hand the memory to work on another stream before the work queued so far on that
- * stream has finished.
+ * valid at least as long as memory allocated on it. Work is stream-ordered: a device-to-device copy, a strided copy or
+ * a fill may return before it has run. A copy that reads or writes host memory returns only once the host memory may be
+ * reused (host-to-device) or read (device-to-host), unless the caller passes ST_COPY_NON_BLOCKING, which allows it to
+ * return earlier (the caller then synchronises the stream before touching that host memory; a plugin may always ignore
+ * the flag and complete the copy). Freeing is stream-ordered too: free_v2 names the stream on which the memory was last
+ * used, and the plugin must not hand the memory to work on another stream before the work queued so far on that stream
+ * has finished.
  *
  * Note [Current device] (ABI 1.1)
  * A Device with index -1 ("cuda") means the calling thread's current device of that type. The plugin
@@ -67,7 +66,7 @@ extern "C" {
 #define ST_STREAM_CURRENT ((void*)(~(uintptr_t)0))
 
 /* st_device_table.memory_flags */
-#define ST_DEVICE_MEMORY_ADDRESSABLE 1u /* handle + byte offset is a device address (CUDA, hostdev-addr) */
+#define ST_DEVICE_MEMORY_ADDRESSABLE 1u  /* handle + byte offset is a device address (CUDA, hostdev-addr) */
 #define ST_DEVICE_MEMORY_HOST_VISIBLE 2u /* the host may read it once the device is idle (unified memory) */
 
 /* The flags argument of the ABI 1.1 copies */
@@ -156,8 +155,7 @@ typedef struct st_device_table {
    * stream the memory was allocated for, or ST_STREAM_CURRENT). Must not fail; called from destructors. */
   void (*free_v2)(void* ctx, int32_t index, void* handle, uint64_t nbytes, void* stream);
   /* Required. Contiguous byte copies. `host` is a host address; dst/src are device memory. */
-  int (*copy_from_host)(void* ctx, st_memory_ref dst, const void* host, uint64_t nbytes, void* stream,
-                        uint32_t flags);
+  int (*copy_from_host)(void* ctx, st_memory_ref dst, const void* host, uint64_t nbytes, void* stream, uint32_t flags);
   int (*copy_to_host)(void* ctx, void* host, st_memory_ref src, uint64_t nbytes, void* stream, uint32_t flags);
   /* Required. Device to device, possibly between two indices (peer copy or staged: the plugin decides);
    * `stream` is a stream of dst's device. */

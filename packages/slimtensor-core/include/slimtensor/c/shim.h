@@ -1,4 +1,5 @@
-/* slimtensor/c/shim.h: the AOTInductor tensor shim ABI (torch 2.13's aoti_torch/c/shim.h names), implemented by libslimtensor.
+/* slimtensor/c/shim.h: the AOTInductor tensor shim ABI (torch 2.13's aoti_torch/c/shim.h names), implemented by
+ * libslimtensor.
  *
  * Note [AOTI shim ABI]
  * These are slimtensor's own declarations of the extern "C" functions an AOTInductor model .so calls.
@@ -21,13 +22,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #ifndef __cplusplus
-#include <stdbool.h>
+#  include <stdbool.h>
 #endif
 
 #if defined(_WIN32)
-#define SLIMTENSOR_C_API __declspec(dllexport)
+#  define SLIMTENSOR_C_API __declspec(dllexport)
 #else
-#define SLIMTENSOR_C_API __attribute__((visibility("default")))
+#  define SLIMTENSOR_C_API __attribute__((visibility("default")))
 #endif
 
 #ifdef __cplusplus
@@ -170,22 +171,19 @@ SLIMTENSOR_C_API AOTITorchError aoti_torch_is_defined(AtenTensorHandle tensor, b
 SLIMTENSOR_C_API AOTITorchError aoti_torch_new_tensor_handle(AtenTensorHandle orig_handle,
                                                              AtenTensorHandle* new_handle);
 /* A view of self's storage starting offset_bytes into it, as dtype; self's offset must be 0. */
-SLIMTENSOR_C_API AOTITorchError aoti_torch__alloc_from_pool(AtenTensorHandle self, int64_t offset_bytes,
-                                                            int32_t dtype, int64_t ndim,
-                                                            const int64_t* sizes_ptr,
+SLIMTENSOR_C_API AOTITorchError aoti_torch__alloc_from_pool(AtenTensorHandle self, int64_t offset_bytes, int32_t dtype,
+                                                            int64_t ndim, const int64_t* sizes_ptr,
                                                             const int64_t* strides_ptr,
                                                             AtenTensorHandle* ret_new_tensor);
 /* A view of self's storage; storage_offset is added to self's offset. strides_ptr NULL = contiguous. */
 SLIMTENSOR_C_API AOTITorchError aoti_torch__reinterpret_tensor(AtenTensorHandle self, int64_t ndim,
-                                                               const int64_t* sizes_ptr,
-                                                               const int64_t* strides_ptr,
+                                                               const int64_t* sizes_ptr, const int64_t* strides_ptr,
                                                                int64_t storage_offset,
                                                                AtenTensorHandle* ret_new_tensor);
 /* New owning storage of the strided extent on (device_type, device_index). strides_ptr NULL = contiguous. */
 SLIMTENSOR_C_API AOTITorchError aoti_torch_empty_strided(int64_t ndim, const int64_t* sizes_ptr,
-                                                         const int64_t* strides_ptr, int32_t dtype,
-                                                         int32_t device_type, int32_t device_index,
-                                                         AtenTensorHandle* ret_new_tensor);
+                                                         const int64_t* strides_ptr, int32_t dtype, int32_t device_type,
+                                                         int32_t device_index, AtenTensorHandle* ret_new_tensor);
 /* Same as empty_strided (slimtensor has no pinned host allocator; CPU memory is returned). */
 SLIMTENSOR_C_API AOTITorchError aoti_torch_empty_strided_pinned(int64_t ndim, const int64_t* sizes_ptr,
                                                                 const int64_t* strides_ptr, int32_t dtype,
@@ -196,12 +194,10 @@ SLIMTENSOR_C_API AOTITorchError aoti_torch_as_strided(AtenTensorHandle self, con
                                                       const int64_t* strides_ptr, AtenTensorHandle* ret);
 /* Borrowed memory: data is the storage base (may be NULL when the view has no elements), element 0 is
  * storage_offset elements after it; the memory must outlive every handle made over it. */
-SLIMTENSOR_C_API AOTITorchError aoti_torch_create_tensor_from_blob(void* data, int64_t ndim,
-                                                                   const int64_t* sizes_ptr,
-                                                                   const int64_t* strides_ptr,
-                                                                   int64_t storage_offset, int32_t dtype,
-                                                                   int32_t device_type, int32_t device_index,
-                                                                   AtenTensorHandle* ret);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_create_tensor_from_blob(void* data, int64_t ndim, const int64_t* sizes_ptr,
+                                                                   const int64_t* strides_ptr, int64_t storage_offset,
+                                                                   int32_t dtype, int32_t device_type,
+                                                                   int32_t device_index, AtenTensorHandle* ret);
 /* Same; layout must be strided (the opaque metadata of mkldnn tensors is not supported). */
 SLIMTENSOR_C_API AOTITorchError aoti_torch_create_tensor_from_blob_v2(
     void* data, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int64_t storage_offset,
@@ -227,8 +223,7 @@ SLIMTENSOR_C_API AOTITorchError aoti_torch_zero_(AtenTensorHandle self);
 
 /* ---- checks and warnings ------------------------------------------------------------------------ */
 /* Throws std::runtime_error("<msg> (<func> at <file>:<line>)") when cond is false. C++ callers only. */
-SLIMTENSOR_C_API void aoti_torch_check(bool cond, const char* func, const char* file, uint32_t line,
-                                       const char* msg);
+SLIMTENSOR_C_API void aoti_torch_check(bool cond, const char* func, const char* file, uint32_t line, const char* msg);
 /* Prints "Warning: <msg> (<func> at <file>:<line>)" to stderr. */
 SLIMTENSOR_C_API void aoti_torch_warn(const char* func, const char* file, uint32_t line, const char* msg);
 
@@ -249,7 +244,7 @@ SLIMTENSOR_C_API AOTITorchError slimtensor_aoti_get_memory_ref(AtenTensorHandle 
                                                                struct st_memory_ref* ret_memory_ref);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* SLIMTENSOR_C_SHIM_H_ */

@@ -20,10 +20,35 @@ struct Scalar {
   enum class Kind { Bool, Int, Float, Complex } kind = Kind::Float;
   int64_t i = 0;
   double d = 0, imag = 0;
-  static Scalar from_bool(bool b) { Scalar s; s.kind = Kind::Bool; s.i = b; s.d = b; return s; }
-  static Scalar from_int(int64_t v) { Scalar s; s.kind = Kind::Int; s.i = v; s.d = static_cast<double>(v); return s; }
-  static Scalar from_double(double v) { Scalar s; s.kind = Kind::Float; s.d = v; s.i = saturating_int64(v); return s; }
-  static Scalar from_complex(double re, double im) { Scalar s; s.kind = Kind::Complex; s.d = re; s.imag = im; s.i = saturating_int64(re); return s; }
+  static Scalar from_bool(bool b) {
+    Scalar s;
+    s.kind = Kind::Bool;
+    s.i = b;
+    s.d = b;
+    return s;
+  }
+  static Scalar from_int(int64_t v) {
+    Scalar s;
+    s.kind = Kind::Int;
+    s.i = v;
+    s.d = static_cast<double>(v);
+    return s;
+  }
+  static Scalar from_double(double v) {
+    Scalar s;
+    s.kind = Kind::Float;
+    s.d = v;
+    s.i = saturating_int64(v);
+    return s;
+  }
+  static Scalar from_complex(double re, double im) {
+    Scalar s;
+    s.kind = Kind::Complex;
+    s.d = re;
+    s.imag = im;
+    s.i = saturating_int64(re);
+    return s;
+  }
 };
 
 }  // namespace slimtensor

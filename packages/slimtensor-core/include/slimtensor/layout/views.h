@@ -24,8 +24,8 @@ SLIMTENSOR_API Tensor select(const Tensor& self, int64_t dim, int64_t index);
 // Elements [start, start + length) of dim; start may be negative.
 SLIMTENSOR_API Tensor narrow(const Tensor& self, int64_t dim, int64_t start, int64_t length);
 // Python slice semantics with step >= 1 (start/stop already clamped by the caller or here).
-SLIMTENSOR_API Tensor slice(const Tensor& self, int64_t dim, std::optional<int64_t> start,
-                            std::optional<int64_t> stop, int64_t step);
+SLIMTENSOR_API Tensor slice(const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop,
+                            int64_t step);
 SLIMTENSOR_API Tensor unsqueeze(const Tensor& self, int64_t dim);
 // Removes dim if its size is 1; leaves the tensor as it is otherwise (PyTorch semantics).
 SLIMTENSOR_API Tensor squeeze(const Tensor& self, int64_t dim);

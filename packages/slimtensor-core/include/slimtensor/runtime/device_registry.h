@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "slimtensor/base/export.h"
 #include "slimtensor/c/device_plugin.h"
 #include "slimtensor/tensor/device.h"
-#include "slimtensor/base/export.h"
 
 namespace slimtensor {
 
@@ -25,12 +25,12 @@ struct DeviceEntry {
   std::string name;
   DeviceType type = 0;
   int32_t dlpack_device_type = 0;
-  std::string plugin_version;      // empty for the built-in CPU
-  const st_device_table* table = nullptr;  // null for the built-in CPU
+  std::string plugin_version;                // empty for the built-in CPU
+  const st_device_table* table = nullptr;    // null for the built-in CPU
   uint16_t abi_minor = ST_PLUGIN_ABI_MINOR;  // the plugin's minor (Note [Plugin minors in the core])
   uint32_t memory_flags = ST_DEVICE_MEMORY_ADDRESSABLE | ST_DEVICE_MEMORY_HOST_VISIBLE;  // 1.0: ADDRESSABLE
-  std::string unavailable_reason;  // empty when usable
-  std::string source;              // "built-in" or the plugin's origin (entry point, path)
+  std::string unavailable_reason;                                                        // empty when usable
+  std::string source;  // "built-in" or the plugin's origin (entry point, path)
 };
 
 // The entry for a device code, or nullptr if no device with that code is registered.

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "slimtensor/tensor/device.h"
 #include "slimtensor/base/export.h"
+#include "slimtensor/tensor/device.h"
 #include "slimtensor/tensor/scalar_type.h"
 
 namespace slimtensor {
@@ -32,16 +32,16 @@ enum class EventKind : uint8_t {
 
 struct Event {
   EventKind kind;
-  int64_t time_ns;        // steady clock
-  uint64_t id = 0;        // storage id (Storage*), tensor id (Tensor*), handle address (Handle*)
+  int64_t time_ns;  // steady clock
+  uint64_t id = 0;  // storage id (Storage*), tensor id (Tensor*), handle address (Handle*)
   uint64_t storage_id = 0;
   int64_t bytes = 0;
   Device device;
-  Device src_device;      // copies
+  Device src_device;  // copies
   int8_t dtype = -1;
   int8_t src_dtype = -1;  // copies
   bool owning = false;
-  std::string op;         // the operation that made a tensor, or the owner of borrowed memory
+  std::string op;  // the operation that made a tensor, or the owner of borrowed memory
   std::vector<int64_t> sizes, strides;
   int64_t offset = 0;
   uint64_t src_storage_id = 0;  // copies
@@ -68,8 +68,7 @@ void emit(EventKind kind, Fill&& fill) noexcept {
     e.time_ns = now_ns();
     fill(e);
     record(std::move(e));
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 }  // namespace events
 

@@ -8,8 +8,8 @@
 
 #include <cstdint>
 
-#include "slimtensor/tensor/device.h"
 #include "slimtensor/base/export.h"
+#include "slimtensor/tensor/device.h"
 
 namespace slimtensor {
 

@@ -1,8 +1,8 @@
 // slimtensor/tensor/factories.h: functions that make new tensors.
 #pragma once
 
-#include "slimtensor/copy/scalar.h"
 #include "slimtensor/base/export.h"
+#include "slimtensor/copy/scalar.h"
 #include "slimtensor/tensor/tensor.h"
 
 namespace slimtensor {
@@ -22,8 +22,8 @@ SLIMTENSOR_API Tensor full(IntList sizes, const Scalar& value, ScalarType dtype,
 // `owner` names who owns the memory in traces ("ndarray", "bytearray"); `op` names the operation in traces
 // and errors. Everything (layout, extent, a NULL `data` with elements) is checked before the storage
 // exists: when this throws, the deleter was neither kept nor called, and the caller still owns the memory.
-SLIMTENSOR_API Tensor from_blob(void* data, IntList sizes, IntList strides, int64_t storage_offset,
-                                ScalarType dtype, Device device, BorrowDeleter deleter, void* context,
-                                bool read_only, const char* owner = "from_blob", const char* op = "from_blob");
+SLIMTENSOR_API Tensor from_blob(void* data, IntList sizes, IntList strides, int64_t storage_offset, ScalarType dtype,
+                                Device device, BorrowDeleter deleter, void* context, bool read_only,
+                                const char* owner = "from_blob", const char* op = "from_blob");
 
 }  // namespace slimtensor

@@ -59,7 +59,7 @@ struct ScalarTypeInfo {
   bool is_floating;      // real floating point (float8 included)
   bool is_complex;
   bool is_signed;
-  bool convertible;      // copy_ converts from and to it (float8 and float4 are refused)
+  bool convertible;  // copy_ converts from and to it (float8 and float4 are refused)
 };
 
 // Every c10 code, indexed by code (in the header so that itemsize() and friends inline).

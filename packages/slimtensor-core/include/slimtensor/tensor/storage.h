@@ -22,8 +22,8 @@
 #include <new>
 #include <utility>
 
-#include "slimtensor/tensor/device.h"
 #include "slimtensor/base/export.h"
+#include "slimtensor/tensor/device.h"
 
 namespace slimtensor {
 

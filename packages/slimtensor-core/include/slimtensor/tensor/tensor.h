@@ -16,10 +16,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "slimtensor/base/export.h"
 #include "slimtensor/c/device_plugin.h"
 #include "slimtensor/tensor/device.h"
 #include "slimtensor/tensor/dims.h"
-#include "slimtensor/base/export.h"
 #include "slimtensor/tensor/scalar_type.h"
 #include "slimtensor/tensor/storage.h"
 
@@ -46,8 +46,7 @@ class SLIMTENSOR_API Tensor {
   ~Tensor();
 
   // Checks Note [Tensor invariants] and builds the tensor. `op` names the caller in errors and traces.
-  static Tensor make(Storage storage, IntList sizes, IntList strides, int64_t offset, ScalarType dtype,
-                     const char* op);
+  static Tensor make(Storage storage, IntList sizes, IntList strides, int64_t offset, ScalarType dtype, const char* op);
   // Same, with dims already in a Dims (moved in).
   static Tensor make(Storage storage, Dims dims, int64_t offset, ScalarType dtype, const char* op);
   // Checks the layout (Note [Tensor invariants] without a storage yet), then gives it the storage that
@@ -55,8 +54,8 @@ class SLIMTENSOR_API Tensor {
   // empty_strided allocates exactly that, from_blob borrows it. One pass over the dims in all. Errors name
   // `function`, traces name `op`.
   template <typename MakeStorage>
-  static Tensor make_for_extent(IntList sizes, IntList strides, int64_t offset, ScalarType dtype,
-                                const char* function, const char* op, MakeStorage&& make_storage) {
+  static Tensor make_for_extent(IntList sizes, IntList strides, int64_t offset, ScalarType dtype, const char* function,
+                                const char* op, MakeStorage&& make_storage) {
     Tensor t;
     t.set_layout(sizes, strides, offset, dtype, function);
     const int64_t extent = t.check_layout(function);
@@ -91,8 +90,8 @@ class SLIMTENSOR_API Tensor {
   // device index}; for the CPU {base address, offset * itemsize, 0}.
   st_memory_ref memory_ref() const noexcept {
     const StorageImpl* s = storage_.get();
-    return st_memory_ref{s->data(), s->handle_offset() + static_cast<uint64_t>(offset_ * itemsize()),
-                         s->device().index, 0};
+    return st_memory_ref{s->data(), s->handle_offset() + static_cast<uint64_t>(offset_ * itemsize()), s->device().index,
+                         0};
   }
   // Whether data_ptr() is an address (the CPU, addressable devices).
   bool is_addressable() const noexcept { return storage_->is_addressable(); }

@@ -59,7 +59,9 @@ def parse(text: str, export: str = "SLIMTENSOR_C_API", prefix: str = "") -> dict
     """The functions declared with the `export` macro in C source `text`, by name (names starting `prefix`)."""
     text = _PREPROCESSOR.sub("", _COMMENTS.sub("", text))
     out: dict[str, Prototype] = {}
-    pattern = re.escape(export) + r"\s+([\w:<>\s\*]+?)\s*\b(" + re.escape(prefix) + r"\w*)\s*\(([^;{)]*)\)\s*;"
+    pattern = (
+        re.escape(export) + r"\s+([\w:<>\s\*]+?)\s*\b(" + re.escape(prefix) + r"\w*)\s*\(([^;{)]*)\)\s*;"
+    )
     for m in re.finditer(pattern, text):
         restype, name, params = _normalize(m.group(1)), m.group(2), m.group(3).strip()
         ps = () if params in ("", "void") else tuple(_param(p) for p in params.split(","))
@@ -89,8 +91,12 @@ class Complex128(ctypes.Structure):
 class MemoryRef(ctypes.Structure):
     """struct st_memory_ref of slimtensor/c/device_plugin.h."""
 
-    _fields_ = [("handle", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64), ("device_index", ctypes.c_int32),
-                ("reserved", ctypes.c_int32)]
+    _fields_ = [
+        ("handle", ctypes.c_void_p),
+        ("byte_offset", ctypes.c_uint64),
+        ("device_index", ctypes.c_int32),
+        ("reserved", ctypes.c_int32),
+    ]
 
 
 _SCALARS: dict[str, Any] = {
@@ -117,7 +123,12 @@ _SCALARS: dict[str, Any] = {
     "st_memory_ref": MemoryRef,
 }
 # Opaque handles and function pointers: passed as addresses.
-_OPAQUE = {"AtenTensorHandle", "slimtensor_model_release_fn", "AOTInductorStreamHandle", "AOTIProxyExecutorHandle"}
+_OPAQUE = {
+    "AtenTensorHandle",
+    "slimtensor_model_release_fn",
+    "AOTInductorStreamHandle",
+    "AOTIProxyExecutorHandle",
+}
 
 
 class UnknownType(ValueError):

@@ -131,7 +131,11 @@ def handle_from_capsule(capsule) -> int:
     memory. The bridge owns the managed tensor from then on (on failure it has called its deleter)."""
     api = _capi()
     if api.PyCapsule_IsValid(capsule, _VERSIONED_NAME):
-        name, used, take = _VERSIONED_NAME, _USED_VERSIONED_NAME, lib().slimtensor_aoti_handle_from_dlpack_versioned
+        name, used, take = (
+            _VERSIONED_NAME,
+            _USED_VERSIONED_NAME,
+            lib().slimtensor_aoti_handle_from_dlpack_versioned,
+        )
     elif api.PyCapsule_IsValid(capsule, _CAP_NAME):
         name, used, take = _CAP_NAME, _USED_NAME, lib().slimtensor_aoti_handle_from_dlpack
     else:

@@ -103,7 +103,9 @@ class AOTIModel:
         except _elf.ElfError as e:
             raise AOTIError(f"slimtensor.aoti.load(): cannot bind {path!r} to slimtensor: {e}") from e
         try:
-            self._dll = ctypes.CDLL(files.so_path, mode=_runtime.model_dlopen_mode())  # Note [Sanitizer binding]
+            self._dll = ctypes.CDLL(
+                files.so_path, mode=_runtime.model_dlopen_mode()
+            )  # Note [Sanitizer binding]
         except OSError as e:
             msg = str(e)
             hint = ""
@@ -168,15 +170,24 @@ class AOTIModel:
 
     def _constant_layout(self, container) -> list[tuple[str, int, int, bool]]:
         """(name, nbytes, dtype code, from folded) of each constant, for _package.check_weights_blob."""
-        folded_fn = self._fn("AOTInductorModelContainerGetConstantFromFolded", c_int32, c_void_p, c_size_t,
-                             POINTER(ctypes.c_bool))
+        folded_fn = self._fn(
+            "AOTInductorModelContainerGetConstantFromFolded",
+            c_int32,
+            c_void_p,
+            c_size_t,
+            POINTER(ctypes.c_bool),
+        )
         n, out = c_size_t(), []
         if self._n_const_fn(container, ctypes.byref(n)) != 0:
             raise self._model_error("slimtensor.aoti.load(): reading the model's constants failed")
         for i in range(n.value):
             s, d, z, f = c_char_p(), c_int32(), c_size_t(), ctypes.c_bool()
-            if (self._const_name_fn(container, i, ctypes.byref(s)) or self._const_dtype_fn(container, i, ctypes.byref(d))
-                    or self._const_size_fn(container, i, ctypes.byref(z)) or folded_fn(container, i, ctypes.byref(f))):
+            if (
+                self._const_name_fn(container, i, ctypes.byref(s))
+                or self._const_dtype_fn(container, i, ctypes.byref(d))
+                or self._const_size_fn(container, i, ctypes.byref(z))
+                or folded_fn(container, i, ctypes.byref(f))
+            ):
                 raise self._model_error(f"slimtensor.aoti.load(): reading constant {i} of the model failed")
             out.append(((s.value or b"").decode("utf-8", "replace"), z.value, d.value, f.value))
         return out
@@ -348,8 +359,9 @@ class AOTIModel:
         tensors = [self._input(x, i) for i, x in enumerate(inputs)]
         self._enter_run()
         try:
-            rc, results = _tensor_module()._aoti_run(self._run_address, self._container_address, tensors, self.num_outputs,
-                                       self._owner)
+            rc, results = _tensor_module()._aoti_run(
+                self._run_address, self._container_address, tensors, self.num_outputs, self._owner
+            )
         finally:
             self._leave_run()
         if rc != 0:

@@ -151,8 +151,28 @@ def open_model_files(path: str, workdir: str, model_name: str | None = None) -> 
 
 
 # AOTI dtype codes -> bytes per element (torch/csrc/inductor/aoti_torch/c/shim.h's numbering).
-_ITEMSIZE = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 8: 4, 9: 8, 10: 16, 11: 1, 15: 2, 23: 1, 24: 1,
-             25: 1, 26: 1, 27: 2, 28: 4, 29: 8}
+_ITEMSIZE = {
+    0: 1,
+    1: 1,
+    2: 2,
+    3: 4,
+    4: 8,
+    5: 2,
+    6: 4,
+    7: 8,
+    8: 4,
+    9: 8,
+    10: 16,
+    11: 1,
+    15: 2,
+    23: 1,
+    24: 1,
+    25: 1,
+    26: 1,
+    27: 2,
+    28: 4,
+    29: 8,
+}
 
 
 def check_weights_blob(path: str, blob_size: int, constants: list[tuple[str, int, int, bool]]) -> None:

@@ -31,8 +31,12 @@ validate = _schema.validate
 def _all_cases(libs: Libs, quick: bool) -> list[Case]:
     from . import cases_aoti, cases_calls, cases_copies, cases_memory
 
-    return [*cases_calls.cases(libs, quick), *cases_copies.cases(libs, quick), *cases_memory.cases(libs, quick),
-            *cases_aoti.cases(libs, quick)]
+    return [
+        *cases_calls.cases(libs, quick),
+        *cases_copies.cases(libs, quick),
+        *cases_memory.cases(libs, quick),
+        *cases_aoti.cases(libs, quick),
+    ]
 
 
 def _selected(case_id: str, patterns: list[str] | None) -> bool:
@@ -82,8 +86,13 @@ def _threads(libs: Libs, n: int) -> Iterator[dict]:
             libs.torch.set_num_threads(old_torch)
 
 
-def run(quick: bool = False, filter: list[str] | str | None = None, torch: bool = True, progress: bool = True,
-        argv: list[str] | None = None) -> dict:
+def run(
+    quick: bool = False,
+    filter: list[str] | str | None = None,
+    torch: bool = True,
+    progress: bool = True,
+    argv: list[str] | None = None,
+) -> dict:
     """Runs the suite (or the cases `filter` selects) and returns the results as a JSON-ready dict."""
     patterns = [filter] if isinstance(filter, str) else filter
     libs = Libs.load(with_torch=torch)
@@ -97,9 +106,12 @@ def run(quick: bool = False, filter: list[str] | str | None = None, torch: bool 
         "filter": patterns,
         "machine": _machine.machine(),
         "versions": _machine.versions(libs.torch),
-        "settings": {"pinning": "1-thread cases run pinned to one CPU; torch.set_num_threads and "
-                                "st.set_num_threads set per case",
-                     "gc": "off during each sample", "timer": "time.perf_counter via timeit"},
+        "settings": {
+            "pinning": "1-thread cases run pinned to one CPU; torch.set_num_threads and "
+            "st.set_num_threads set per case",
+            "gc": "off during each sample",
+            "timer": "time.perf_counter via timeit",
+        },
         "cases": [],
     }
     bar = _progress(len(cases), progress)
@@ -146,8 +158,11 @@ class _Counter:
 
     def set_description(self, text: str) -> None:
         elapsed = time.perf_counter() - self.started
-        print(f"[{self.done + 1:{self.width}d}/{self.total}] {text} ({elapsed:.0f} s)", file=self.stream,
-              flush=True)
+        print(
+            f"[{self.done + 1:{self.width}d}/{self.total}] {text} ({elapsed:.0f} s)",
+            file=self.stream,
+            flush=True,
+        )
 
     def update(self, n: int = 1) -> None:
         self.done += n
@@ -171,21 +186,42 @@ def compare(old: dict, new: dict) -> dict:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="slimtensor bench", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="slimtensor bench",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--quick", action="store_true", help="small sizes and few repeats (under a minute)")
-    p.add_argument("--filter", action="append", metavar="PATTERN",
-                   help="run the cases whose id contains PATTERN (or matches it as a glob); repeatable")
-    p.add_argument("--out", metavar="PATH", help="write the JSON results here (default: "
-                   "slimtensor-bench-<mode>-<time>.json in the current folder)")
-    p.add_argument("--compare", metavar="OLD.json", help="print (and store) the change against an earlier run")
-    p.add_argument("--results", metavar="NEW.json", help="with --compare or --targets: use this stored run "
-                   "instead of running the suite")
-    p.add_argument("--targets", action="store_true", help="print the issues' speed targets, met or missed, "
-                   "as a markdown table")
+    p.add_argument(
+        "--filter",
+        action="append",
+        metavar="PATTERN",
+        help="run the cases whose id contains PATTERN (or matches it as a glob); repeatable",
+    )
+    p.add_argument(
+        "--out",
+        metavar="PATH",
+        help="write the JSON results here (default: "
+        "slimtensor-bench-<mode>-<time>.json in the current folder)",
+    )
+    p.add_argument(
+        "--compare", metavar="OLD.json", help="print (and store) the change against an earlier run"
+    )
+    p.add_argument(
+        "--results",
+        metavar="NEW.json",
+        help="with --compare or --targets: use this stored run instead of running the suite",
+    )
+    p.add_argument(
+        "--targets",
+        action="store_true",
+        help="print the issues' speed targets, met or missed, as a markdown table",
+    )
     p.add_argument("--markdown", action="store_true", help="print every case as a markdown table")
     p.add_argument("--list", action="store_true", help="list the case ids (after --filter) and exit")
-    p.add_argument("--no-torch", action="store_true", help="do not import torch (its cases say why they are skipped)")
+    p.add_argument(
+        "--no-torch", action="store_true", help="do not import torch (its cases say why they are skipped)"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--quiet", action="store_true", help="do not print the results table")
     return p
@@ -201,13 +237,17 @@ def main(argv: list[str] | None = None) -> int:
                 print(case.id + (f"  (skipped: {case.skipped})" if case.skipped else ""))
         return 0
     if ns.results and not (ns.compare or ns.targets or ns.markdown):
-        print("slimtensor bench: --results needs --compare OLD.json, --targets or --markdown", file=sys.stderr)
+        print(
+            "slimtensor bench: --results needs --compare OLD.json, --targets or --markdown", file=sys.stderr
+        )
         return 2
     old = load(ns.compare) if ns.compare else None
     if ns.results:
         new = load(ns.results)
     else:
-        new = run(quick=ns.quick, filter=ns.filter, torch=not ns.no_torch, progress=not ns.no_progress, argv=argv)
+        new = run(
+            quick=ns.quick, filter=ns.filter, torch=not ns.no_torch, progress=not ns.no_progress, argv=argv
+        )
         if old is not None:
             new["compare"] = {"against": os.path.abspath(ns.compare), "cases": compare(old, new)}
         validate(new)

@@ -60,7 +60,11 @@ def ratios(results: dict[str, LibResult]) -> dict[str, float]:
     mine = results.get("slimtensor", {})
     if "median" not in mine or not mine["median"]:
         return {}
-    return {lib: r["median"] / mine["median"] for lib, r in results.items() if lib != "slimtensor" and "median" in r}
+    return {
+        lib: r["median"] / mine["median"]
+        for lib, r in results.items()
+        if lib != "slimtensor" and "median" in r
+    }
 
 
 def with_bandwidth(result: LibResult, traffic: int | None) -> LibResult:

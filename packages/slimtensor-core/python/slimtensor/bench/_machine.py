@@ -11,8 +11,22 @@ import sys
 from .._platform import cpu_info
 
 # The CPU flags that decide which copy kernels can run (Note [Copy ISA dispatch] in src/kernels/copy_isa.h).
-_INTERESTING_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq",
-                      "avx512_bf16", "avx512_fp16", "amx_tile", "erms", "fsrm")
+_INTERESTING_FLAGS = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512dq",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "erms",
+    "fsrm",
+)
 
 
 def copy_isa() -> str:
@@ -57,11 +71,16 @@ def _memory_bytes() -> int | None:
 def _git_commit() -> str | None:
     here = os.path.dirname(os.path.abspath(__file__))
     try:
-        out = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                             timeout=5)
+        out = subprocess.run(
+            ["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5
+        )
         if out.returncode == 0:
-            dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
-                                   capture_output=True, text=True, timeout=5).stdout.strip()
+            dirty = subprocess.run(
+                ["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout.strip()
             return out.stdout.strip() + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         pass
@@ -81,8 +100,10 @@ def machine() -> dict:
         "memory_bytes": _memory_bytes(),
         "system": f"{platform.system()} {platform.release()} {platform.machine()}",
         "node": platform.node(),
-        "env": {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "OMP_NUM_THREADS", "SLIMTENSOR_ISA",
-                                                "MKL_NUM_THREADS")},
+        "env": {
+            k: os.environ.get(k)
+            for k in ("OPENBLAS_CORETYPE", "OMP_NUM_THREADS", "SLIMTENSOR_ISA", "MKL_NUM_THREADS")
+        },
     }
 
 

@@ -53,7 +53,11 @@ def table(results: dict) -> str:
         if r[1].startswith("skipped"):
             lines.append(f"{r[0]:<{widths[0]}}  {r[1]}")
         else:
-            lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=False))))
+            lines.append(
+                "  ".join(
+                    c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=False))
+                )
+            )
     lines.append("ratios: peer median / slimtensor median (> 1: slimtensor is faster, or smaller for bytes)")
     return "\n".join(lines)
 
@@ -82,15 +86,27 @@ def compare_table(changes: dict, metric_of: dict) -> str:
     rows = [("case", "old", "new", "change", "vs torch old -> new")]
     for cid, e in changes.items():
         fmt = (lambda v: fmt_bytes(v)) if metric_of.get(cid) == "bytes" else fmt_time
-        torch_cell = (f"{e['old_ratio_torch']:.2f}x -> {e['new_ratio_torch']:.2f}x" if "new_ratio_torch" in e else "-")
+        torch_cell = (
+            f"{e['old_ratio_torch']:.2f}x -> {e['new_ratio_torch']:.2f}x" if "new_ratio_torch" in e else "-"
+        )
         ch = e["change"]
         arrow = "faster" if ch > 1.0 else "slower"
         if metric_of.get(cid) == "bytes":
             arrow = "smaller" if ch > 1.0 else "larger"
-        rows.append((cid, fmt(e["old_median"]), fmt(e["new_median"]),
-                     f"{ch:.2f}x {arrow}" if not math.isclose(ch, 1.0, rel_tol=1e-9) else "same", torch_cell))
+        rows.append(
+            (
+                cid,
+                fmt(e["old_median"]),
+                fmt(e["new_median"]),
+                f"{ch:.2f}x {arrow}" if not math.isclose(ch, 1.0, rel_tol=1e-9) else "same",
+                torch_cell,
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=False))) for r in rows]
+    lines = [
+        "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=False)))
+        for r in rows
+    ]
     lines.append("change: old median / new median of slimtensor (> 1: the new run is faster, or smaller)")
     return "\n".join(lines)
 

@@ -4,12 +4,39 @@ from __future__ import annotations
 
 SCHEMA = "slimtensor-bench/1"
 
-_TOP = {"schema": str, "created": str, "command": str, "mode": str, "filter": (list, type(None)),
-        "machine": dict, "versions": dict, "settings": dict, "cases": list}
-_CASE = {"id": str, "group": str, "title": str, "params": dict, "metric": str, "threads": int,
-         "traffic_bytes": (int, type(None)), "skipped": (str, type(None)), "results": dict, "ratios": dict}
-_STATS = {"samples": list, "number": int, "median": float, "min": float, "max": float, "q1": float, "q3": float,
-          "spread": float}
+_TOP = {
+    "schema": str,
+    "created": str,
+    "command": str,
+    "mode": str,
+    "filter": (list, type(None)),
+    "machine": dict,
+    "versions": dict,
+    "settings": dict,
+    "cases": list,
+}
+_CASE = {
+    "id": str,
+    "group": str,
+    "title": str,
+    "params": dict,
+    "metric": str,
+    "threads": int,
+    "traffic_bytes": (int, type(None)),
+    "skipped": (str, type(None)),
+    "results": dict,
+    "ratios": dict,
+}
+_STATS = {
+    "samples": list,
+    "number": int,
+    "median": float,
+    "min": float,
+    "max": float,
+    "q1": float,
+    "q3": float,
+    "spread": float,
+}
 
 
 def problems(results: dict) -> list[str]:

@@ -38,8 +38,10 @@ CALL_MODELS = ["pointwise", "two_outputs", "linear"]
 def _aoti_missing() -> str | None:
     """Why slimtensor's AOTI side cannot run with this build, or None when it can."""
     if importlib.util.find_spec("slimtensor.aoti") is None:
-        return ("slimtensor.aoti is not part of this build (the AOTI shims and runner are developed on branch "
-                "'aoti'; these cases run once they are merged)")
+        return (
+            "slimtensor.aoti is not part of this build (the AOTI shims and runner are developed on branch "
+            "'aoti'; these cases run once they are merged)"
+        )
     return None
 
 
@@ -70,14 +72,20 @@ class _ShimHarness:
 
     def binary(self) -> str:
         if self._binary is None:
-            cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+            cxx = (
+                os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+            )
             if cxx is None:
                 raise RuntimeError(f"no C++ compiler (set CXX) to build {SHIM_HARNESS}")
             digest = hashlib.sha256(self.source.read_bytes()).hexdigest()[:16]
             out = os.path.join(tempfile.gettempdir(), f"slimtensor-aoti-shim-bench-{digest}")
             if not os.path.exists(out):
-                subprocess.run([cxx, "-O2", "-std=c++17", str(self.source), "-ldl", "-o", out + ".tmp"], check=True,
-                               capture_output=True, timeout=300)
+                subprocess.run(
+                    [cxx, "-O2", "-std=c++17", str(self.source), "-ldl", "-o", out + ".tmp"],
+                    check=True,
+                    capture_output=True,
+                    timeout=300,
+                )
                 os.replace(out + ".tmp", out)
             self._binary = out
         return self._binary
@@ -86,7 +94,9 @@ class _ShimHarness:
         done = self._runs.setdefault(library, [])
         while len(done) < count:
             env = dict(os.environ, OMP_NUM_THREADS="1")
-            proc = subprocess.run([self.binary(), library], capture_output=True, text=True, timeout=600, env=env)
+            proc = subprocess.run(
+                [self.binary(), library], capture_output=True, text=True, timeout=600, env=env
+            )
             if proc.returncode != 0:
                 raise RuntimeError(f"{SHIM_HARNESS.name} on {library} failed: {proc.stderr.strip()[-400:]}")
             parsed = {}
@@ -108,8 +118,16 @@ def _shim_cases(libs: Libs, quick: bool) -> list[Case]:
         reason = f"libslimtensor was not found under {libs.st.cmake_prefix()}/lib"
     title = "per-call cost of the aoti_torch_* shims, slimtensor vs libtorch_cpu, through one dlsym harness"
     if reason is not None or source is None or lib_st is None:
-        return [Case(id="aoti/shim_calls", group="aoti", title=title, params={}, metric="time",
-                     skipped=reason or "unreachable")]
+        return [
+            Case(
+                id="aoti/shim_calls",
+                group="aoti",
+                title=title,
+                params={},
+                metric="time",
+                skipped=reason or "unreachable",
+            )
+        ]
     harness = _ShimHarness(source)
     st_path: str = lib_st
     lib_torch = _libtorch(libs.torch)
@@ -118,18 +136,29 @@ def _shim_cases(libs: Libs, quick: bool) -> list[Case]:
 
         def run(settings: Settings, name: str = name) -> dict:
             count = 1 if quick else 3
-            res = {"slimtensor": summarize([r[name] for r in harness.runs(st_path, count)], number=1_000_000),
-                   "numpy": {"skipped": "numpy has no C shim ABI"}}
+            res = {
+                "slimtensor": summarize([r[name] for r in harness.runs(st_path, count)], number=1_000_000),
+                "numpy": {"skipped": "numpy has no C shim ABI"},
+            }
             if lib_torch is None:
-                res["torch"] = {"skipped": libs.torch_reason or "libtorch_cpu was not found in the torch package"}
+                res["torch"] = {
+                    "skipped": libs.torch_reason or "libtorch_cpu was not found in the torch package"
+                }
             else:
                 res["torch"] = summarize([r[name] for r in harness.runs(lib_torch, count)], number=1_000_000)
             return res
 
         slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
-        out.append(Case(id=f"aoti/shim/{slug}", group="aoti", title=f"C shim: {name} (ns per call)",
-                        params={"call": name, "harness": SHIM_HARNESS.name, "libraries": [lib_st, lib_torch]},
-                        metric="time", run=run))
+        out.append(
+            Case(
+                id=f"aoti/shim/{slug}",
+                group="aoti",
+                title=f"C shim: {name} (ns per call)",
+                params={"call": name, "harness": SHIM_HARNESS.name, "libraries": [lib_st, lib_torch]},
+                metric="time",
+                run=run,
+            )
+        )
     return out
 
 
@@ -137,8 +166,10 @@ def _model_dir() -> tuple[str | None, str | None]:
     """The folder of compiled models (Note [AOTI bench inputs]), or None and why there is none."""
     folder = os.environ.get(MODELS_ENV)
     if not folder:
-        return None, (f"no compiled models: set {MODELS_ENV} to a folder made by tests/aoti/compile_models.py "
-                      "(make bench does; compiling needs torch's inductor and minutes, so the bench does not)")
+        return None, (
+            f"no compiled models: set {MODELS_ENV} to a folder made by tests/aoti/compile_models.py "
+            "(make bench does; compiling needs torch's inductor and minutes, so the bench does not)"
+        )
     if not os.path.isdir(folder):
         return None, f"{MODELS_ENV}={folder!r} is not a folder"
     return folder, None
@@ -158,8 +189,16 @@ def _model_cases(libs: Libs, quick: bool) -> list[Case]:
         if not names:
             reason = f"{model_dir} holds none of the models {MODEL_HARNESS} times ({', '.join(wanted)})"
     if reason is not None or not model_dir:
-        return [Case(id="aoti/model_latency", group="aoti", title=title, params={}, metric="time",
-                     skipped=reason or "unreachable")]
+        return [
+            Case(
+                id="aoti/model_latency",
+                group="aoti",
+                title=title,
+                params={},
+                metric="time",
+                skipped=reason or "unreachable",
+            )
+        ]
     folder: str = model_dir
     cache: dict = {}
 
@@ -167,8 +206,13 @@ def _model_cases(libs: Libs, quick: bool) -> list[Case]:
         if not cache:
             with tempfile.TemporaryDirectory() as tmp:
                 out = os.path.join(tmp, "aoti.json")
-                subprocess.run([sys.executable, "-m", MODEL_HARNESS, folder, "--threads", "1", "--json", out],
-                               check=True, capture_output=True, text=True, timeout=1800)
+                subprocess.run(
+                    [sys.executable, "-m", MODEL_HARNESS, folder, "--threads", "1", "--json", out],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                    timeout=1800,
+                )
                 with open(out) as f:
                     cache.update({r["case"]: r for r in json.load(f)["rows"]})
         return cache
@@ -179,22 +223,38 @@ def _model_cases(libs: Libs, quick: bool) -> list[Case]:
             if row is None:
                 return {"slimtensor": {"skipped": f"{MODEL_HARNESS} gave no result for {row_name}"}}
             # the harness reports min and median microseconds per run over 7 repeats
-            return {"slimtensor": summarize([x * 1e-6 for x in row["slim_us"]]),
-                    "torch": summarize([x * 1e-6 for x in row["torch_us"]]),
-                    "numpy": {"skipped": f"numpy cannot run {what}"}}
+            return {
+                "slimtensor": summarize([x * 1e-6 for x in row["slim_us"]]),
+                "torch": summarize([x * 1e-6 for x in row["torch_us"]]),
+                "numpy": {"skipped": f"numpy cannot run {what}"},
+            }
 
         return run
 
-    out = [Case(id=f"aoti/model/{path.stem}", group="aoti", title=f"{title}: {path.stem}",
-                params={"model": path.name, "folder": folder, "harness": MODEL_HARNESS}, metric="time",
-                run=runner(path.stem, "AOTInductor models")) for path in names]
+    out = [
+        Case(
+            id=f"aoti/model/{path.stem}",
+            group="aoti",
+            title=f"{title}: {path.stem}",
+            params={"model": path.name, "folder": folder, "harness": MODEL_HARNESS},
+            metric="time",
+            run=runner(path.stem, "AOTInductor models"),
+        )
+        for path in names
+    ]
     # The BLAS-backed fallback alone: aoti_torch_cpu_addmm_out(out, bias, a, b, 1, 1), float32.
     for m, k, n in aoti_models.ADDMM:
         shape = f"{m}x{k}@{k}x{n}"
-        out.append(Case(id=f"aoti/addmm/{shape}", group="aoti",
-                        title=f"aoti_torch_cpu_addmm_out, float32 {shape} plus a bias, on slimtensor and on libtorch",
-                        params={"m": m, "k": k, "n": n, "harness": MODEL_HARNESS}, metric="time",
-                        run=runner(f"addmm {shape}", "the AOTI shims")))
+        out.append(
+            Case(
+                id=f"aoti/addmm/{shape}",
+                group="aoti",
+                title=f"aoti_torch_cpu_addmm_out, float32 {shape} plus a bias, on slimtensor and on libtorch",
+                params={"m": m, "k": k, "n": n, "harness": MODEL_HARNESS},
+                metric="time",
+                run=runner(f"addmm {shape}", "the AOTI shims"),
+            )
+        )
     return out
 
 
@@ -204,7 +264,11 @@ def _call_cases(libs: Libs, quick: bool) -> list[Case]:
     reason = _aoti_missing()
     model_dir, no_models = _model_dir()
     reason = reason or no_models
-    paths = [Path(model_dir) / f"{n}.pt2" for n in CALL_MODELS if model_dir and (Path(model_dir) / f"{n}.pt2").exists()]
+    paths = [
+        Path(model_dir) / f"{n}.pt2"
+        for n in CALL_MODELS
+        if model_dir and (Path(model_dir) / f"{n}.pt2").exists()
+    ]
     if reason is None and not paths:
         reason = f"{model_dir} holds none of the models {', '.join(CALL_MODELS)}"
     if reason is not None:
@@ -220,18 +284,33 @@ def _call_cases(libs: Libs, quick: bool) -> list[Case]:
             if path.stem not in loaded:
                 model = aoti.load(path, check_inputs=False)
                 with np.load(path.with_suffix(".npz")) as z:
-                    arrays = [np.ascontiguousarray(z[k]) for k in sorted(k for k in z.files if k.startswith("in0_"))]
+                    arrays = [
+                        np.ascontiguousarray(z[k]) for k in sorted(k for k in z.files if k.startswith("in0_"))
+                    ]
                 loaded[path.stem] = (model, [libs.st.from_numpy(a) for a in arrays])
             model, inputs = loaded[path.stem]
-            return {"slimtensor": measure(lambda: model(*inputs), settings),
-                    "numpy": {"skipped": "numpy cannot run AOTInductor models"},
-                    "torch": {"skipped": "torch runs its own AOTI models (libtorch-linked); aoti/model/* times the "
-                                         "same .so on both libraries' shims"}}
+            return {
+                "slimtensor": measure(lambda: model(*inputs), settings),
+                "numpy": {"skipped": "numpy cannot run AOTInductor models"},
+                "torch": {
+                    "skipped": "torch runs its own AOTI models (libtorch-linked); aoti/model/* times the "
+                    "same .so on both libraries' shims"
+                },
+            }
 
         return run
 
-    return [Case(id=f"aoti/call/{path.stem}", group="aoti", title=f"{title}: {path.stem}",
-                 params={"model": path.name, "folder": model_dir}, metric="time", run=runner(path)) for path in paths]
+    return [
+        Case(
+            id=f"aoti/call/{path.stem}",
+            group="aoti",
+            title=f"{title}: {path.stem}",
+            params={"model": path.name, "folder": model_dir},
+            metric="time",
+            run=runner(path),
+        )
+        for path in paths
+    ]
 
 
 def cases(libs: Libs, quick: bool) -> list[Case]:

@@ -94,7 +94,9 @@ def _torch_view(torch, a: np.ndarray):
     return torch.from_numpy(a)
 
 
-def _run_copy(libs: Libs, layout: str, size: str, src_t: str, dst_t: str, threads: int, settings: Settings) -> dict:
+def _run_copy(
+    libs: Libs, layout: str, size: str, src_t: str, dst_t: str, threads: int, settings: Settings
+) -> dict:
     src_shape, dst_shape = _shapes(layout, size)
     src = np.empty(src_shape, _np_dtype(src_t))
     dst = np.empty(dst_shape, _np_dtype(dst_t))
@@ -106,7 +108,9 @@ def _run_copy(libs: Libs, layout: str, size: str, src_t: str, dst_t: str, thread
     st_dst, st_src = _views(layout, st.from_numpy(src), st.from_numpy(dst), lambda t, d: t.permute(*d))
     stmts = {"slimtensor": ("d.copy_(s)", {"d": st_dst, "s": st_src})}
     if "bfloat16" in (src_t, dst_t):
-        results["numpy"] = {"skipped": "numpy has no bfloat16 (ml_dtypes' element-wise casts are not numpy kernels)"}
+        results["numpy"] = {
+            "skipped": "numpy has no bfloat16 (ml_dtypes' element-wise casts are not numpy kernels)"
+        }
     elif threads > 1:
         results["numpy"] = {"skipped": "numpy copies on one thread only"}
     else:
@@ -115,7 +119,9 @@ def _run_copy(libs: Libs, layout: str, size: str, src_t: str, dst_t: str, thread
     if torch is None:
         results["torch"] = {"skipped": libs.torch_reason}
     else:
-        t_dst, t_src = _views(layout, _torch_view(torch, src), _torch_view(torch, dst), lambda t, d: t.permute(*d))
+        t_dst, t_src = _views(
+            layout, _torch_view(torch, src), _torch_view(torch, dst), lambda t, d: t.permute(*d)
+        )
         stmts["torch"] = ("d.copy_(s)", {"d": t_dst, "s": t_src})
     check = None
     for lib, (stmt, g) in stmts.items():
@@ -136,7 +142,11 @@ def cases(libs: Libs, quick: bool) -> list[Case]:
         for layout in layouts:
             for size in sizes:
                 thread_counts = [1]
-                if not quick and SIZE_BYTES[size] >= (64 << 20) and layout in _TWO_THREAD.get((src_t, dst_t), ()):
+                if (
+                    not quick
+                    and SIZE_BYTES[size] >= (64 << 20)
+                    and layout in _TWO_THREAD.get((src_t, dst_t), ())
+                ):
                     thread_counts.append(2)
                 for threads in thread_counts:
                     src_shape, dst_shape = _shapes(layout, size)
@@ -144,15 +154,34 @@ def cases(libs: Libs, quick: bool) -> list[Case]:
                     read_n = src_n if layout == "bcast" else dst_n  # a slice reads only its elements
                     traffic = read_n * _np_dtype(src_t).itemsize + dst_n * _np_dtype(dst_t).itemsize
 
-                    def run(settings: Settings, layout=layout, size=size, src_t=src_t, dst_t=dst_t, threads=threads):
+                    def run(
+                        settings: Settings,
+                        layout=layout,
+                        size=size,
+                        src_t=src_t,
+                        dst_t=dst_t,
+                        threads=threads,
+                    ):
                         return _run_copy(libs, layout, size, src_t, dst_t, threads, settings)
 
-                    out.append(Case(
-                        id=f"copy/{layout}/{src_t}-{dst_t}/{size}/{threads}t",
-                        group="copy",
-                        title=f"{LAYOUTS[layout]}, {src_t} -> {dst_t}, {size}, {threads} thread(s)",
-                        params={"layout": layout, "src_dtype": src_t, "dst_dtype": dst_t, "size": size,
-                                "size_bytes": SIZE_BYTES[size], "src_shape": list(src_shape),
-                                "dst_shape": list(dst_shape)},
-                        metric="time", run=run, traffic_bytes=traffic, threads=threads))
+                    out.append(
+                        Case(
+                            id=f"copy/{layout}/{src_t}-{dst_t}/{size}/{threads}t",
+                            group="copy",
+                            title=f"{LAYOUTS[layout]}, {src_t} -> {dst_t}, {size}, {threads} thread(s)",
+                            params={
+                                "layout": layout,
+                                "src_dtype": src_t,
+                                "dst_dtype": dst_t,
+                                "size": size,
+                                "size_bytes": SIZE_BYTES[size],
+                                "src_shape": list(src_shape),
+                                "dst_shape": list(dst_shape),
+                            },
+                            metric="time",
+                            run=run,
+                            traffic_bytes=traffic,
+                            threads=threads,
+                        )
+                    )
     return out

@@ -93,25 +93,50 @@ def cases(libs: Libs, quick: bool) -> list[Case]:
     linux = os.path.exists("/proc/self/statm")
     no_proc = None if linux else "resident memory is read from /proc/self/statm (Linux only)"
     out = []
-    for what, title in (("tensor", "resident bytes per owning 2x3 float32 tensor (object, storage, data)"),
-                        ("view", "resident bytes per view t[1:] of a shared tensor")):
+    for what, title in (
+        ("tensor", "resident bytes per owning 2x3 float32 tensor (object, storage, data)"),
+        ("view", "resident bytes per view t[1:] of a shared tensor"),
+    ):
 
         def run(settings: Settings, what: str = what) -> dict:
             samples = max(3, min(settings.repeats, 5))
             return {lib: _bytes_per_object(make, samples) for lib, make in _makers(libs, what).items()} | (
-                {} if libs.torch is not None else {"torch": {"skipped": libs.torch_reason}})
+                {} if libs.torch is not None else {"torch": {"skipped": libs.torch_reason}}
+            )
 
-        out.append(Case(id=f"memory/bytes_per_{what}", group="memory", title=title, params={"count": _COUNT},
-                        metric="bytes", run=run, skipped=no_proc))
+        out.append(
+            Case(
+                id=f"memory/bytes_per_{what}",
+                group="memory",
+                title=title,
+                params={"count": _COUNT},
+                metric="bytes",
+                run=run,
+                skipped=no_proc,
+            )
+        )
 
     def run_import(settings: Settings) -> dict:
         samples = 3 if quick else 5
-        res = {"slimtensor": _import_seconds("slimtensor", samples), "numpy": _import_seconds("numpy", samples)}
-        res["torch"] = _import_seconds("torch", samples) if libs.torch is not None else {"skipped": libs.torch_reason}
+        res = {
+            "slimtensor": _import_seconds("slimtensor", samples),
+            "numpy": _import_seconds("numpy", samples),
+        }
+        res["torch"] = (
+            _import_seconds("torch", samples) if libs.torch is not None else {"skipped": libs.torch_reason}
+        )
         return res
 
-    out.append(Case(id="memory/import_time", group="memory", title="import time in a fresh interpreter (slimtensor "
-                    "imports numpy)", params={}, metric="seconds", run=run_import))
+    out.append(
+        Case(
+            id="memory/import_time",
+            group="memory",
+            title="import time in a fresh interpreter (slimtensor imports numpy)",
+            params={},
+            metric="seconds",
+            run=run_import,
+        )
+    )
 
     def run_size(settings: Settings) -> dict:
         res = {}
@@ -123,7 +148,14 @@ def cases(libs: Libs, quick: bool) -> list[Case]:
             res[lib] = summarize([float(_tree_bytes(paths))]) | {"paths": paths}
         return res
 
-    out.append(Case(id="memory/installed_size", group="memory", title="installed size on disk (package folders, "
-                    "no __pycache__)", params={}, metric="bytes", run=run_size))
+    out.append(
+        Case(
+            id="memory/installed_size",
+            group="memory",
+            title="installed size on disk (package folders, no __pycache__)",
+            params={},
+            metric="bytes",
+            run=run_size,
+        )
+    )
     return out
-

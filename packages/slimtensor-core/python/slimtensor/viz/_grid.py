@@ -97,7 +97,12 @@ def draw_grid(ax, plan: GridPlan, style: Callable[[tuple[int, ...], int], dict],
             )
         if any(i is None for i in lead):
             ax.text(
-                x0 + len(plan.cols) * cw / 2, y0 + len(plan.rows) / 2, "⋯", ha="center", va="center", fontsize=14
+                x0 + len(plan.cols) * cw / 2,
+                y0 + len(plan.rows) / 2,
+                "⋯",
+                ha="center",
+                va="center",
+                fontsize=14,
             )
             continue
         for ci, c in enumerate(plan.cols):
@@ -139,8 +144,13 @@ def draw_grid(ax, plan: GridPlan, style: Callable[[tuple[int, ...], int], dict],
                 label = kwargs.pop("label", str(element))
                 ax.add_patch(Rectangle((x0 + ci * cw, y0 + ri), cw, 1, gid=gid, **kwargs))
                 ax.text(
-                    x0 + (ci + 0.5) * cw, y0 + ri + 0.5, label, ha="center", va="center",
-                    fontsize=font_size(label), gid="cell-label",
+                    x0 + (ci + 0.5) * cw,
+                    y0 + ri + 0.5,
+                    label,
+                    ha="center",
+                    va="center",
+                    fontsize=font_size(label),
+                    gid="cell-label",
                 )
                 drawn += 1
     return drawn

@@ -8,13 +8,46 @@ from __future__ import annotations
 # that each is as far as possible from the ones before it: the first 8 differ most, and no two of the 24
 # are alike (tests/viz/test_viz_layout.py measures it). Every cell also carries its element's number.
 ELEMENT_COLOURS = (
-    "#a8cce6", "#e96793", "#67e967", "#e9d467", "#677de9", "#f19df1", "#be67e9", "#b2f19d",
-    "#67e9be", "#d1a79f", "#eddac0", "#8ac78f", "#67b3e9", "#9e8ac7", "#e99367", "#dccef8",
-    "#b8f5f5", "#b99df1", "#82eded", "#9de967", "#ed82c1", "#82ed94", "#8ab7c7", "#bdc78a",
+    "#a8cce6",
+    "#e96793",
+    "#67e967",
+    "#e9d467",
+    "#677de9",
+    "#f19df1",
+    "#be67e9",
+    "#b2f19d",
+    "#67e9be",
+    "#d1a79f",
+    "#eddac0",
+    "#8ac78f",
+    "#67b3e9",
+    "#9e8ac7",
+    "#e99367",
+    "#dccef8",
+    "#b8f5f5",
+    "#b99df1",
+    "#82eded",
+    "#9de967",
+    "#ed82c1",
+    "#82ed94",
+    "#8ab7c7",
+    "#bdc78a",
 )
 # One colour per tensor in views() and per device lane in lifetimes().
-TENSOR_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
-                  "#393b79", "#637939", "#8c6d31", "#7b4173")
+TENSOR_COLOURS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#393b79",
+    "#637939",
+    "#8c6d31",
+    "#7b4173",
+)
 # (no red among them: red marks overlaps)
 
 UNREACHED_HATCH = "//"  # storage the view does not reach

@@ -25,8 +25,15 @@ LAYOUT_TITLES = {
     "slice": "strided slice [:, ::2] → contiguous",
 }
 # The same in a few words, for the bars of the speed-up panel.
-LAYOUT_SHORT = {"c2c": "contig.", "t2c": "transp. src", "c2t": "transp. dst", "p2c": "NCHW→NHWC",
-                "c2p": "NHWC→NCHW", "bcast": "broadcast", "slice": "slice"}
+LAYOUT_SHORT = {
+    "c2c": "contig.",
+    "t2c": "transp. src",
+    "c2t": "transp. dst",
+    "p2c": "NCHW→NHWC",
+    "c2p": "NHWC→NCHW",
+    "bcast": "broadcast",
+    "slice": "slice",
+}
 LABEL_PT, TICK_PT, TITLE_PT = 9.5, 8.5, 10.5
 
 
@@ -44,8 +51,10 @@ def _load(results: Any) -> dict:
         with open(results) as f:
             return json.load(f)
     if not isinstance(results, dict) or "cases" not in results:
-        raise TypeError("benchmark(): expected the results dict of slimtensor.bench.run() or the path of a results "
-                        f"JSON file, but got {type(results).__name__}")
+        raise TypeError(
+            "benchmark(): expected the results dict of slimtensor.bench.run() or the path of a results "
+            f"JSON file, but got {type(results).__name__}"
+        )
     return results
 
 
@@ -63,8 +72,14 @@ def _size_label(nbytes: int) -> str:
 
 
 def _copy_cases(data: dict, dtype: str, threads: int) -> list[dict]:
-    return [c for c in data["cases"] if c["group"] == "copy" and not c.get("skipped") and c["threads"] == threads
-            and f"{c['params']['src_dtype']}-{c['params']['dst_dtype']}" == dtype]
+    return [
+        c
+        for c in data["cases"]
+        if c["group"] == "copy"
+        and not c.get("skipped")
+        and c["threads"] == threads
+        and f"{c['params']['src_dtype']}-{c['params']['dst_dtype']}" == dtype
+    ]
 
 
 def _ratio_bars(ax, labels: list[str], ratios: list[dict], peers: list[str], title: str) -> None:
@@ -86,17 +101,30 @@ def _ratio_bars(ax, labels: list[str], ratios: list[dict], peers: list[str], tit
     if peers:
         ax.legend(fontsize=LABEL_PT, loc="best")
     else:
-        ax.text(0.5, 0.5, "no peer measured in this run: no ratios", transform=ax.transAxes, ha="center",
-                fontsize=LABEL_PT)
+        ax.text(
+            0.5,
+            0.5,
+            "no peer measured in this run: no ratios",
+            transform=ax.transAxes,
+            ha="center",
+            fontsize=LABEL_PT,
+        )
 
 
 def _copies(data: dict, dtype: str, threads: int):
     cases = _copy_cases(data, dtype, threads)
     if not cases:
-        available = sorted({f"{c['params']['src_dtype']}-{c['params']['dst_dtype']} ({c['threads']} thread(s))"
-                            for c in data["cases"] if c["group"] == "copy" and not c.get("skipped")})
-        raise ValueError(f"benchmark(): no copy results for {dtype} with {threads} thread(s); the results hold: "
-                         f"{', '.join(available) or 'no copy cases'}")
+        available = sorted(
+            {
+                f"{c['params']['src_dtype']}-{c['params']['dst_dtype']} ({c['threads']} thread(s))"
+                for c in data["cases"]
+                if c["group"] == "copy" and not c.get("skipped")
+            }
+        )
+        raise ValueError(
+            f"benchmark(): no copy results for {dtype} with {threads} thread(s); the results hold: "
+            f"{', '.join(available) or 'no copy cases'}"
+        )
     layouts = [lay for lay in _LAYOUT_ORDER if any(c["params"]["layout"] == lay for c in cases)]
     cols = min(3, len(layouts))  # at most 9.5 in wide: a notebook output area crops wider pictures
     rows = math.ceil(len(layouts) / cols)
@@ -104,17 +132,36 @@ def _copies(data: dict, dtype: str, threads: int):
     grid = fig.add_gridspec(rows + 1, cols, height_ratios=[1] * rows + [1.25])
     for n, layout in enumerate(layouts):
         ax = fig.add_subplot(grid[n // cols, n % cols])
-        mine = sorted((c for c in cases if c["params"]["layout"] == layout), key=lambda c: c["params"]["size_bytes"])
+        mine = sorted(
+            (c for c in cases if c["params"]["layout"] == layout), key=lambda c: c["params"]["size_bytes"]
+        )
         sizes = [c["params"]["size_bytes"] for c in mine]
         for lib in ("slimtensor", "numpy", "torch"):
-            pts = [(s, c["results"][lib]) for s, c in zip(sizes, mine, strict=False) if "gbps" in c["results"].get(lib, {})]
+            pts = [
+                (s, c["results"][lib])
+                for s, c in zip(sizes, mine, strict=False)
+                if "gbps" in c["results"].get(lib, {})
+            ]
             if not pts:
                 continue
             xs = [p[0] for p in pts]
-            ax.plot(xs, [p[1]["gbps"] for p in pts], marker=LIB_MARKERS[lib], color=LIB_COLOURS[lib], label=lib,
-                    linewidth=1.4, markersize=4)
-            ax.fill_between(xs, [p[1]["gbps_q1"] for p in pts], [p[1]["gbps_q3"] for p in pts],
-                            color=LIB_COLOURS[lib], alpha=0.2, linewidth=0)
+            ax.plot(
+                xs,
+                [p[1]["gbps"] for p in pts],
+                marker=LIB_MARKERS[lib],
+                color=LIB_COLOURS[lib],
+                label=lib,
+                linewidth=1.4,
+                markersize=4,
+            )
+            ax.fill_between(
+                xs,
+                [p[1]["gbps_q1"] for p in pts],
+                [p[1]["gbps_q3"] for p in pts],
+                color=LIB_COLOURS[lib],
+                alpha=0.2,
+                linewidth=0,
+            )
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xticks(sizes)
@@ -127,14 +174,27 @@ def _copies(data: dict, dtype: str, threads: int):
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=TICK_PT)  # every panel: only the libraries it has lines for
     ax = fig.add_subplot(grid[rows, :])
-    ordered = sorted(cases, key=lambda c: (_LAYOUT_ORDER.index(c["params"]["layout"]), c["params"]["size_bytes"]))
+    ordered = sorted(
+        cases, key=lambda c: (_LAYOUT_ORDER.index(c["params"]["layout"]), c["params"]["size_bytes"])
+    )
     peers = [p for p in ("numpy", "torch") if any(p in c["ratios"] for c in ordered)]
-    _ratio_bars(ax, [f"{LAYOUT_SHORT.get(c['params']['layout'], c['params']['layout'])} "
-                     f"{_size_label(c['params']['size_bytes'])}" for c in ordered],
-                [c["ratios"] for c in ordered], peers, "slimtensor's speed-up per layout and size")
+    _ratio_bars(
+        ax,
+        [
+            f"{LAYOUT_SHORT.get(c['params']['layout'], c['params']['layout'])} "
+            f"{_size_label(c['params']['size_bytes'])}"
+            for c in ordered
+        ],
+        [c["ratios"] for c in ordered],
+        peers,
+        "slimtensor's speed-up per layout and size",
+    )
     thread_words = "1 thread" if threads == 1 else f"{threads} threads"
-    fig.suptitle(f"copy_ bandwidth, {dtype.replace('-', ' → ')}, {thread_words}: median GB/s with the "
-                 "interquartile band, per layout and size", fontsize=TITLE_PT + 0.5)
+    fig.suptitle(
+        f"copy_ bandwidth, {dtype.replace('-', ' → ')}, {thread_words}: median GB/s with the "
+        "interquartile band, per layout and size",
+        fontsize=TITLE_PT + 0.5,
+    )
     return fig
 
 
@@ -169,14 +229,23 @@ def _calls(data: dict):
     ax.grid(True, axis="y", alpha=0.3)
     ax2 = fig.add_subplot(grid[1])
     peers = [p for p in ("numpy", "torch") if any(p in c["ratios"] for c in cases)]
-    _ratio_bars(ax2, [c["params"]["op"] for c in cases], [c["ratios"] for c in cases], peers,
-                "slimtensor's speed-up per call (> 1: faster)")
+    _ratio_bars(
+        ax2,
+        [c["params"]["op"] for c in cases],
+        [c["ratios"] for c in cases],
+        peers,
+        "slimtensor's speed-up per call (> 1: faster)",
+    )
     fig.suptitle("Python per-call cost: views, getters and small copies, one thread", fontsize=TITLE_PT + 0.5)
     return fig
 
 
-def benchmark(results: dict[str, Any] | str | os.PathLike[str], kind: str = "copy",
-              dtype: str = "float32-float32", threads: int = 1) -> Figure:
+def benchmark(
+    results: dict[str, Any] | str | os.PathLike[str],
+    kind: str = "copy",
+    dtype: str = "float32-float32",
+    threads: int = 1,
+) -> Figure:
     """Plots benchmark results (the dict of slimtensor.bench.run() or the path of a results JSON file).
 
     kind="copy": one panel per copy layout, GB/s against size (log-log) for each library with its

@@ -151,7 +151,13 @@ def _draw_strip(ax, lay: Layout, hits, wrap: int) -> None:
             if count > 1:
                 style.update(edgecolor=OVERLAP_EDGE, linewidth=2.0, gid="storage-overlap")
                 ax.text(
-                    x + 0.5, y + 1.3, f"×{count}", ha="center", va="center", fontsize=MIN_PT, color=OVERLAP_EDGE
+                    x + 0.5,
+                    y + 1.3,
+                    f"×{count}",
+                    ha="center",
+                    va="center",
+                    fontsize=MIN_PT,
+                    color=OVERLAP_EDGE,
                 )
         else:
             style = {

@@ -56,8 +56,9 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {many}"
 
 
-def lifetimes(tr: Trace, *, axis: Literal["auto", "events", "time"] = "auto",
-              max_storages: int = MAX_STORAGES) -> Figure:
+def lifetimes(
+    tr: Trace, *, axis: Literal["auto", "events", "time"] = "auto", max_storages: int = MAX_STORAGES
+) -> Figure:
     """Draw a finished trace as a timeline and return a matplotlib Figure.
 
     One lane per device; in it one thick bar per storage from allocation to free (a bar whose end is
@@ -106,12 +107,23 @@ def lifetimes(tr: Trace, *, axis: Literal["auto", "events", "time"] = "auto",
             copied_at = [clock.index[c.time_ns] for c in copies_into.get(s.id, [])]
             for t, what in users[:MAX_TENSORS_PER_ROW]:
                 t0, t1 = clock.x(t.created_ns, start=True), clock.x(t.destroyed_ns, start=False)
-                if t.op == "empty_strided" and t.created_ns is not None and any(
-                    0 < at - clock.index[t.created_ns] <= 3 for at in copied_at
+                if (
+                    t.op == "empty_strided"
+                    and t.created_ns is not None
+                    and any(0 < at - clock.index[t.created_ns] <= 3 for at in copied_at)
                 ):  # the new tensor of contiguous(), clone(), to() or a copying reshape(): the copy follows
                     t = dataclasses.replace(t, op="copy result")
-                bars.append((what, y, t0, t1, TENSOR_COLOUR if what == "tensor" else HANDLE_COLOUR,
-                             t.created_ns is None, t.destroyed_ns is None))
+                bars.append(
+                    (
+                        what,
+                        y,
+                        t0,
+                        t1,
+                        TENSOR_COLOUR if what == "tensor" else HANDLE_COLOUR,
+                        t.created_ns is None,
+                        t.destroyed_ns is None,
+                    )
+                )
                 rows.append((y, "    " + _tensor_label(t, what), "#333333", f"{what}-label"))
                 y += 1.0
             y += 0.35
@@ -135,17 +147,33 @@ def lifetimes(tr: Trace, *, axis: Literal["auto", "events", "time"] = "auto",
     for k, (_device, top, bottom) in enumerate(lanes):
         for a in (ax, lab):
             a.axhspan(top - 0.2, bottom - 0.2, color="#f2f2f2" if k % 2 == 0 else "white", zorder=0)
-    ax.set_yticks([(top + bottom) / 2 - 0.2 for _, top, bottom in lanes],
-                  [device for device, _, _ in lanes], fontsize=9, fontweight="bold")
+    ax.set_yticks(
+        [(top + bottom) / 2 - 0.2 for _, top, bottom in lanes],
+        [device for device, _, _ in lanes],
+        fontsize=9,
+        fontweight="bold",
+    )
     ax.tick_params(axis="y", length=0)
     for role, by, x0, x1, colour, open0, open1 in bars:
         _draw_bar(ax, role, by, x0, x1, colour, open0, open1, clock)
     for e in events:
         if e.kind == "copy" and e.src_storage_id in storage_y and e.storage_id in storage_y:
-            _draw_copy(ax, clock.x(e.time_ns, start=True), storage_y[e.src_storage_id], storage_y[e.storage_id])
+            _draw_copy(
+                ax, clock.x(e.time_ns, start=True), storage_y[e.src_storage_id], storage_y[e.storage_id]
+            )
     for by, label, colour, role in rows:
-        lab.text(0.02, by + 0.4, label, ha="left", va="center", fontsize=LABEL_PT, color=colour,
-                 gid=role, clip_on=False, transform=lab.get_yaxis_transform())
+        lab.text(
+            0.02,
+            by + 0.4,
+            label,
+            ha="left",
+            va="center",
+            fontsize=LABEL_PT,
+            color=colour,
+            gid=role,
+            clip_on=False,
+            transform=lab.get_yaxis_transform(),
+        )
     lab.set_xlim(0, 1)
     lab.axis("off")
     ax.set_xlim(clock.lo, clock.hi)
@@ -165,8 +193,10 @@ def lifetimes(tr: Trace, *, axis: Literal["auto", "events", "time"] = "auto",
     if hidden:
         title += f" ({hidden} not drawn; max_storages={max_storages})"
     fig.suptitle(title, fontsize=10, x=0.01, ha="left")
-    key = ("thick bar: a storage, from allocation to free · thin bars: the tensors, views (grey) and AOTI "
-           "handles (gold) on it · red arrow: a copy · hatched end: before or after the trace")
+    key = (
+        "thick bar: a storage, from allocation to free · thin bars: the tensors, views (grey) and AOTI "
+        "handles (gold) on it · red arrow: a copy · hatched end: before or after the trace"
+    )
     per_line = int((plot_w + label_w) * 72 / (8 * 0.56))
     fig.supxlabel("\n".join(textwrap.wrap(key, per_line)), fontsize=8, color="#444444", x=0.01, ha="left")
     if not storages:
@@ -207,8 +237,9 @@ class _Clock:
             if t_ns is None:
                 return -0.6 if start else len(self.times) - 0.4
             return float(self.index.get(t_ns, 0))
-        return ((self.start if t_ns is None and start else self.stop if t_ns is None else t_ns)
-                - self.start) / self.scale
+        return (
+            (self.start if t_ns is None and start else self.stop if t_ns is None else t_ns) - self.start
+        ) / self.scale
 
     def decorate(self, ax) -> None:
         ax.tick_params(axis="x", labelsize=8.5)
@@ -269,8 +300,9 @@ def _tensor_label(t: TensorLife, what: str) -> str:
     return f"t{t.id} {made} {shape}"
 
 
-def _draw_bar(ax, role: str, y: float, x0: float, x1: float, colour: str, open0: bool, open1: bool,
-              clock: _Clock) -> None:
+def _draw_bar(
+    ax, role: str, y: float, x0: float, x1: float, colour: str, open0: bool, open1: bool, clock: _Clock
+) -> None:
     from matplotlib.patches import Rectangle
 
     thick = role == "storage"
@@ -278,13 +310,33 @@ def _draw_bar(ax, role: str, y: float, x0: float, x1: float, colour: str, open0:
     top = y + (0.0 if thick else 0.175)
     min_w = 0.25 if clock.mode == "events" else (clock.hi - clock.lo) * 0.004
     width = max(x1 - x0, min_w)
-    ax.add_patch(Rectangle((x0, top), width, h, facecolor=colour, edgecolor=GRID_EDGE if thick else "none",
-                           linewidth=0.6, alpha=0.85 if thick else 1.0, gid=f"{role}-bar"))
+    ax.add_patch(
+        Rectangle(
+            (x0, top),
+            width,
+            h,
+            facecolor=colour,
+            edgecolor=GRID_EDGE if thick else "none",
+            linewidth=0.6,
+            alpha=0.85 if thick else 1.0,
+            gid=f"{role}-bar",
+        )
+    )
     stub = min(width * 0.3, 0.5 if clock.mode == "events" else (clock.hi - clock.lo) * 0.03)
     for is_open, at in ((open0, x0), (open1, x0 + width - stub)):
         if is_open:  # existed before the trace, or outlived it
-            ax.add_patch(Rectangle((at, top), stub, h, facecolor="white", edgecolor=GRID_EDGE, linewidth=0.6,
-                                   hatch=UNREACHED_HATCH, gid=f"{role}-open-end"))
+            ax.add_patch(
+                Rectangle(
+                    (at, top),
+                    stub,
+                    h,
+                    facecolor="white",
+                    edgecolor=GRID_EDGE,
+                    linewidth=0.6,
+                    hatch=UNREACHED_HATCH,
+                    gid=f"{role}-open-end",
+                )
+            )
 
 
 def _draw_copy(ax, at: float, y_src: float, y_dst: float) -> None:

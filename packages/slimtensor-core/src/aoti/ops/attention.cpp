@@ -5,10 +5,10 @@
 // asserts them): output = empty_like(query) with Ev as last size, i.e. query's dim order (dims sorted by
 // query's strides, outermost first; a dense contiguous query gives a contiguous output), and logsumexp
 // (B, H, L) in the accumulation dtype (float32, or float64 for float64) laid out as (B, L, H) transposed:
-// strides (L*H, 1, H). We allocate exactly those layouts. Scores are computed per (batch, head) as scale * q @ k^T in float32
-// (float64 for float64 inputs), masked (bool mask: false = -inf; float mask: added; causal: j > i is
-// -inf, top-left aligned), softmaxed with the row's logsumexp, and multiplied by v. A row whose every
-// score is -inf gives output 0 and logsumexp -inf.
+// strides (L*H, 1, H). We allocate exactly those layouts. Scores are computed per (batch, head) as scale * q @ k^T in
+// float32 (float64 for float64 inputs), masked (bool mask: false = -inf; float mask: added; causal: j > i is -inf,
+// top-left aligned), softmaxed with the row's logsumexp, and multiplied by v. A row whose every score is -inf gives
+// output 0 and logsumexp -inf.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -18,8 +18,8 @@
 #include "aoti/ops/op_args.h"
 #include "slimtensor/c/shim_cpu.h"
 #include "slimtensor/copy/copy.h"
-#include "slimtensor/tensor/factories.h"
 #include "slimtensor/layout/views.h"
+#include "slimtensor/tensor/factories.h"
 
 using namespace slimtensor;
 using namespace slimtensor::aoti;
@@ -88,7 +88,8 @@ void sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask,
       Tensor qb = select(select(q, 0, b), 0, h), kb = select(select(k, 0, b), 0, h), vb = select(select(v, 0, b), 0, h);
       gemm(scores, qb, matrix_transpose(kb), scale, 0.0, fn);
       int64_t off = (b * H + h) * L * S;
-      softmax_rows<T>(static_cast<T*>(scores.data_ptr()), L, S, fm.defined() ? static_cast<const T*>(fm.data_ptr()) + off : nullptr,
+      softmax_rows<T>(static_cast<T*>(scores.data_ptr()), L, S,
+                      fm.defined() ? static_cast<const T*>(fm.data_ptr()) + off : nullptr,
                       bm.defined() ? static_cast<const bool*>(bm.data_ptr()) + off : nullptr, causal, lse_row.data());
       gemm(select(select(out, 0, b), 0, h), scores, vb, 1.0, 0.0, fn);
       Tensor lrow = select(select(lse, 0, b), 0, h);
@@ -139,12 +140,13 @@ AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
     const int64_t S = k.sizes()[2], Ev = v.sizes()[3];
     if (k.sizes()[0] != B || v.sizes()[0] != B || k.sizes()[1] != H || v.sizes()[1] != H || k.sizes()[3] != E ||
         v.sizes()[2] != S) {
-      fail(ErrorKind::Value, fn, "(): shapes do not match: query (B,H,L,E) = (", B, ",", H, ",", L, ",", E,
-           "), key (", k.sizes()[0], ",", k.sizes()[1], ",", k.sizes()[2], ",", k.sizes()[3], "), value (",
-           v.sizes()[0], ",", v.sizes()[1], ",", v.sizes()[2], ",", v.sizes()[3], "); key must be (B,H,S,E), value (B,H,S,Ev)");
+      fail(ErrorKind::Value, fn, "(): shapes do not match: query (B,H,L,E) = (", B, ",", H, ",", L, ",", E, "), key (",
+           k.sizes()[0], ",", k.sizes()[1], ",", k.sizes()[2], ",", k.sizes()[3], "), value (", v.sizes()[0], ",",
+           v.sizes()[1], ",", v.sizes()[2], ",", v.sizes()[3], "); key must be (B,H,S,E), value (B,H,S,Ev)");
     }
     if (m && (m->ndim() > 4 || (m->dtype() != ScalarType::Bool && !info(m->dtype()).is_floating))) {
-      fail(ErrorKind::Value, fn, "(): attn_mask must be a bool or floating tensor of at most 4 dims broadcastable to (B,H,L,S)");
+      fail(ErrorKind::Value, fn,
+           "(): attn_mask must be a bool or floating tensor of at most 4 dims broadcastable to (B,H,L,S)");
     }
     const ScalarTypeInfo& inf = info(q.dtype());
     if (!inf.is_floating || !inf.convertible) {
@@ -159,8 +161,10 @@ AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
     Tensor out_c = q.dtype() == ct ? out : empty_strided(osz, ost, ct, kCPUDevice);
     Tensor qc = as_dtype(q, ct), kc = as_dtype(k, ct), vc = as_dtype(v, ct);
     if (B * H * L > 0) {
-      if (ct == ScalarType::Float32) sdpa<float>(qc, kc, vc, m, is_causal != 0, sc, out_c, lse, fn);
-      else sdpa<double>(qc, kc, vc, m, is_causal != 0, sc, out_c, lse, fn);
+      if (ct == ScalarType::Float32)
+        sdpa<float>(qc, kc, vc, m, is_causal != 0, sc, out_c, lse, fn);
+      else
+        sdpa<double>(qc, kc, vc, m, is_causal != 0, sc, out_c, lse, fn);
     }
     if (q.dtype() != ct) copy_(out, out_c);
     AtenTensorHandle h0 = make_handle(std::move(out), fn);

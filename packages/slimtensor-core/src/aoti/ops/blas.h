@@ -1,4 +1,5 @@
-// src/aoti/ops/blas.h: the BLAS behind the CPU fallbacks: scipy-openblas32 (scipy_-prefixed, 32-bit ints), loaded on first use.
+// src/aoti/ops/blas.h: the BLAS behind the CPU fallbacks: scipy-openblas32 (scipy_-prefixed, 32-bit ints), loaded on
+// first use.
 //
 // Note [Prefixed BLAS]
 // scipy-openblas32 exports every BLAS name with a scipy_ prefix, so it can share a process with

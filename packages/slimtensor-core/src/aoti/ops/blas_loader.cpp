@@ -1,4 +1,5 @@
-// src/aoti/ops/blas_loader.cpp: finds and dlopens scipy-openblas32 on first use (Note [Lazy BLAS]) and keeps its thread count.
+// src/aoti/ops/blas_loader.cpp: finds and dlopens scipy-openblas32 on first use (Note [Lazy BLAS]) and keeps its thread
+// count.
 #include <dlfcn.h>
 
 #include <atomic>
@@ -12,7 +13,7 @@
 #include "slimtensor/base/error.h"
 
 #ifndef SLIMTENSOR_OPENBLAS_BUILD_PATH
-#define SLIMTENSOR_OPENBLAS_BUILD_PATH ""
+#  define SLIMTENSOR_OPENBLAS_BUILD_PATH ""
 #endif
 
 namespace slimtensor::aoti::blas {
@@ -77,8 +78,10 @@ const Api& api(const char* function) {
     std::string errors;
     void* h = open_blas(&g_path, &errors);
     if (!h) {
-      g_failure = "the BLAS (scipy-openblas32) could not be loaded; install it with 'pip install scipy-openblas32' "
-                  "or point SLIMTENSOR_OPENBLAS at libscipy_openblas.so. Tried:" + errors;
+      g_failure =
+          "the BLAS (scipy-openblas32) could not be loaded; install it with 'pip install scipy-openblas32' "
+          "or point SLIMTENSOR_OPENBLAS at libscipy_openblas.so. Tried:" +
+          errors;
     } else {
       Api a{};
       a.sgemm = reinterpret_cast<decltype(a.sgemm)>(dlsym(h, "scipy_cblas_sgemm"));

@@ -1,4 +1,5 @@
-// src/aoti/ops/convolution.cpp: aoti_torch_cpu_convolution: 1-D/2-D/3-D, stride, padding, dilation, groups, transposed (im2col + BLAS).
+// src/aoti/ops/convolution.cpp: aoti_torch_cpu_convolution: 1-D/2-D/3-D, stride, padding, dilation, groups, transposed
+// (im2col + BLAS).
 //
 // Note [Convolution layout]
 // Computation runs on contiguous NC(D)HW buffers in float32 (float32, float16, bfloat16 inputs) or float64
@@ -45,10 +46,11 @@ void read_param(const int64_t* p, int64_t len, int nd, int64_t lo, const char* w
 }
 
 template <typename T>
-void raw_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
-              T* c, int64_t ldc, T beta, const char* fn) {
+void raw_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
+              int64_t ldc, T beta, const char* fn) {
   for (int64_t v : {m, n, k, lda, ldb, ldc}) {
-    if (v > INT_MAX) fail(ErrorKind::NotImplemented, fn, "(): a GEMM dimension ", v, " exceeds the BLAS's 32-bit limit");
+    if (v > INT_MAX)
+      fail(ErrorKind::NotImplemented, fn, "(): a GEMM dimension ", v, " exceeds the BLAS's 32-bit limit");
   }
   if (m == 0 || n == 0) return;
   if (k == 0) {
@@ -193,21 +195,25 @@ AOTITorchError aoti_torch_cpu_convolution(AtenTensorHandle input, AtenTensorHand
     read_param(dilation, dilation_len_, nd, 1, "dilation", fn, 1, g.dil);
     int64_t opad[3] = {0, 0, 0};
     if (transposed) read_param(output_padding, output_padding_len_, nd, 0, "output_padding", fn, 0, opad);
-    if (g.c % groups != 0) fail(ErrorKind::Value, fn, "(): input channels ", g.c, " are not divisible by groups ", groups);
+    if (g.c % groups != 0)
+      fail(ErrorKind::Value, fn, "(): input channels ", g.c, " are not divisible by groups ", groups);
     if (!transposed) {
       g.oc = w.sizes()[0];
-      if (g.oc % groups != 0) fail(ErrorKind::Value, fn, "(): weight's out channels ", g.oc, " are not divisible by groups ", groups);
+      if (g.oc % groups != 0)
+        fail(ErrorKind::Value, fn, "(): weight's out channels ", g.oc, " are not divisible by groups ", groups);
       if (w.sizes()[1] != g.c / groups) {
         fail(ErrorKind::Value, fn, "(): weight expects ", w.sizes()[1] * groups, " input channels (", w.sizes()[1],
              " per group) but input has ", g.c);
       }
     } else {
       if (w.sizes()[0] != g.c) {
-        fail(ErrorKind::Value, fn, "(): transposed weight expects ", w.sizes()[0], " input channels but input has ", g.c);
+        fail(ErrorKind::Value, fn, "(): transposed weight expects ", w.sizes()[0], " input channels but input has ",
+             g.c);
       }
       g.oc = w.sizes()[1] * groups;
     }
-    if (b && b->sizes()[0] != g.oc) fail(ErrorKind::Value, fn, "(): bias has ", b->sizes()[0], " values but there are ", g.oc, " output channels");
+    if (b && b->sizes()[0] != g.oc)
+      fail(ErrorKind::Value, fn, "(): bias has ", b->sizes()[0], " values but there are ", g.oc, " output channels");
     for (int d = 3 - nd; d < 3; ++d) {
       int64_t span = g.dil[d] * (g.k[d] - 1);
       if (!transposed) {
@@ -239,15 +245,23 @@ AOTITorchError aoti_torch_cpu_convolution(AtenTensorHandle input, AtenTensorHand
     if (ct == ScalarType::Float32) {
       auto* yp = static_cast<float*>(y.data_ptr());
       if (g.n * g.oc * g.out_len() > 0) {
-        if (transposed) conv_transposed<float>(g, static_cast<const float*>(xc.data_ptr()), static_cast<const float*>(wc.data_ptr()), yp, fn);
-        else conv_forward<float>(g, static_cast<const float*>(xc.data_ptr()), static_cast<const float*>(wc.data_ptr()), yp, fn);
+        if (transposed)
+          conv_transposed<float>(g, static_cast<const float*>(xc.data_ptr()), static_cast<const float*>(wc.data_ptr()),
+                                 yp, fn);
+        else
+          conv_forward<float>(g, static_cast<const float*>(xc.data_ptr()), static_cast<const float*>(wc.data_ptr()), yp,
+                              fn);
         if (b) add_bias<float>(g, static_cast<const float*>(bc.data_ptr()), yp);
       }
     } else {
       auto* yp = static_cast<double*>(y.data_ptr());
       if (g.n * g.oc * g.out_len() > 0) {
-        if (transposed) conv_transposed<double>(g, static_cast<const double*>(xc.data_ptr()), static_cast<const double*>(wc.data_ptr()), yp, fn);
-        else conv_forward<double>(g, static_cast<const double*>(xc.data_ptr()), static_cast<const double*>(wc.data_ptr()), yp, fn);
+        if (transposed)
+          conv_transposed<double>(g, static_cast<const double*>(xc.data_ptr()),
+                                  static_cast<const double*>(wc.data_ptr()), yp, fn);
+        else
+          conv_forward<double>(g, static_cast<const double*>(xc.data_ptr()), static_cast<const double*>(wc.data_ptr()),
+                               yp, fn);
         if (b) add_bias<double>(g, static_cast<const double*>(bc.data_ptr()), yp);
       }
     }

@@ -1,4 +1,5 @@
-// src/aoti/ops/gemm.cpp: strided GEMM on CPU tensors: BLAS for float32/float64, float32 BLAS for half types, int64 loops for integers.
+// src/aoti/ops/gemm.cpp: strided GEMM on CPU tensors: BLAS for float32/float64, float32 BLAS for half types, int64
+// loops for integers.
 //
 // Note [GEMM layouts]
 // BLAS takes a matrix whose rows or whose columns are dense (unit stride) with a leading dimension that
@@ -15,11 +16,11 @@
 
 #include "aoti/ops/blas.h"
 #include "layout/layout.h"
+#include "slimtensor/base/error.h"
 #include "slimtensor/copy/copy.h"
 #include "slimtensor/copy/fill.h"
-#include "slimtensor/base/error.h"
-#include "slimtensor/tensor/factories.h"
 #include "slimtensor/layout/views.h"
+#include "slimtensor/tensor/factories.h"
 
 namespace slimtensor::aoti {
 namespace {
@@ -100,7 +101,8 @@ void int_gemm(const Tensor& c, const Tensor& a0, const Tensor& b0, double alpha,
   auto* pa = static_cast<const int64_t*>(a.data_ptr());
   auto* pb = static_cast<const int64_t*>(b.data_ptr());
   auto* pc = static_cast<int64_t*>(acc.data_ptr());
-  uint64_t ua = static_cast<uint64_t>(static_cast<int64_t>(alpha)), ub = static_cast<uint64_t>(static_cast<int64_t>(beta));
+  uint64_t ua = static_cast<uint64_t>(static_cast<int64_t>(alpha)),
+           ub = static_cast<uint64_t>(static_cast<int64_t>(beta));
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       uint64_t s = 0;
@@ -133,8 +135,8 @@ void gemm(const Tensor& c, const Tensor& a, const Tensor& b, double alpha, doubl
   }
   int64_t m = a.sizes()[0], k = a.sizes()[1], n = b.sizes()[1];
   if (b.sizes()[0] != k || c.sizes()[0] != m || c.sizes()[1] != n) {
-    fail(ErrorKind::Value, fn, "(): shapes do not multiply: (", m, "x", k, ") @ (", b.sizes()[0], "x", n,
-         ") into (", c.sizes()[0], "x", c.sizes()[1], ")");
+    fail(ErrorKind::Value, fn, "(): shapes do not multiply: (", m, "x", k, ") @ (", b.sizes()[0], "x", n, ") into (",
+         c.sizes()[0], "x", c.sizes()[1], ")");
   }
   if (a.dtype() != b.dtype() || a.dtype() != c.dtype()) {
     fail(ErrorKind::Type, fn, "(): operands must have one dtype but are ", name(a.dtype()), ", ", name(b.dtype()),

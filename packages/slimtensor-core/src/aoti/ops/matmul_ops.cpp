@@ -4,8 +4,8 @@
 #include "aoti/ops/gemm.h"
 #include "aoti/ops/op_args.h"
 #include "slimtensor/c/shim_cpu.h"
-#include "slimtensor/copy/copy.h"
 #include "slimtensor/copy/clone.h"
+#include "slimtensor/copy/copy.h"
 #include "slimtensor/layout/views.h"
 
 using namespace slimtensor;

@@ -17,15 +17,22 @@
 #include "abi10/hostdev_abi10.h"
 
 #ifndef HOSTDEV_VERSION
-#define HOSTDEV_VERSION "0.0.0"
+#  define HOSTDEV_VERSION "0.0.0"
 #endif
 
 #define ALIGNMENT 64
 
 enum { C_ALLOCATIONS, C_FREES, C_LIVE_BYTES, C_H2D, C_D2H, C_D2D, C_FILLS, C_SYNCHRONIZES, C_ERRORS, C_LIVE };
-static const char* const k_names[HOSTDEV_ABI10_COUNTER_COUNT] = {
-    "allocations", "frees", "live_bytes", "copies_host_to_device", "copies_device_to_host",
-    "copies_device_to_device", "fills", "synchronizes", "errors", "live_allocations"};
+static const char* const k_names[HOSTDEV_ABI10_COUNTER_COUNT] = {"allocations",
+                                                                 "frees",
+                                                                 "live_bytes",
+                                                                 "copies_host_to_device",
+                                                                 "copies_device_to_host",
+                                                                 "copies_device_to_device",
+                                                                 "fills",
+                                                                 "synchronizes",
+                                                                 "errors",
+                                                                 "live_allocations"};
 static _Atomic int64_t g_counters[HOSTDEV_ABI10_DEVICE_COUNT][HOSTDEV_ABI10_COUNTER_COUNT];
 static _Thread_local char g_error[400];
 static st_device_table g_table;
@@ -63,13 +70,16 @@ static int a_allocate(void* ctx, int32_t index, uint64_t nbytes, void** out) {
   if (!out) return fail(index, HOSTDEV_ABI10_NAME " allocate(): out must not be NULL");
   *out = NULL;
   if (nbytes == 0 || nbytes > (1ull << 30)) {
-    return fail(index, HOSTDEV_ABI10_NAME " allocate(): out of memory on " HOSTDEV_ABI10_NAME ":%d: asked for %llu "
-                       "bytes (it holds 1 GiB per device, and nbytes must be > 0)",
+    return fail(index,
+                HOSTDEV_ABI10_NAME " allocate(): out of memory on " HOSTDEV_ABI10_NAME
+                                   ":%d: asked for %llu "
+                                   "bytes (it holds 1 GiB per device, and nbytes must be > 0)",
                 (int)index, (unsigned long long)nbytes);
   }
   void* p = aligned_alloc(ALIGNMENT, (size_t)((nbytes + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT));
-  if (!p) return fail(index, HOSTDEV_ABI10_NAME " allocate(): the host could not provide %llu bytes",
-                      (unsigned long long)nbytes);
+  if (!p)
+    return fail(index, HOSTDEV_ABI10_NAME " allocate(): the host could not provide %llu bytes",
+                (unsigned long long)nbytes);
   count(index, C_ALLOCATIONS, 1);
   count(index, C_LIVE, 1);
   count(index, C_LIVE_BYTES, (int64_t)nbytes);
@@ -154,8 +164,11 @@ static int init(const st_core_table* core, const st_device_table** out) {
   *out = NULL;
   if (!core || core->abi_major != ST_PLUGIN_ABI_MAJOR ||
       core->struct_size < offsetof(st_core_table, note_device_memory) + sizeof(void*)) {
-    return fail(0, HOSTDEV_ABI10_NAME " st_plugin_init(): the core does not speak plugin ABI %d.x; install a "
-                   "matching slimtensor-core", ST_PLUGIN_ABI_MAJOR);
+    return fail(0,
+                HOSTDEV_ABI10_NAME
+                " st_plugin_init(): the core does not speak plugin ABI %d.x; install a "
+                "matching slimtensor-core",
+                ST_PLUGIN_ABI_MAJOR);
   }
   memset(&g_table, 0, sizeof g_table);
   g_table.struct_size = (uint32_t)sizeof g_table;
@@ -191,9 +204,7 @@ void* hostdev_abi10_init_address(void) {
 uint32_t hostdev_abi10_table_size(void) { return (uint32_t)sizeof(st_device_table); }
 uint32_t hostdev_abi10_minor(void) { return ST_PLUGIN_ABI_MINOR; }
 
-const char* hostdev_abi10_counter_name(int i) {
-  return i >= 0 && i < HOSTDEV_ABI10_COUNTER_COUNT ? k_names[i] : NULL;
-}
+const char* hostdev_abi10_counter_name(int i) { return i >= 0 && i < HOSTDEV_ABI10_COUNTER_COUNT ? k_names[i] : NULL; }
 
 int hostdev_abi10_counters(int32_t index, int64_t out[HOSTDEV_ABI10_COUNTER_COUNT]) {
   if (index < 0 || index >= HOSTDEV_ABI10_DEVICE_COUNT) return 1;

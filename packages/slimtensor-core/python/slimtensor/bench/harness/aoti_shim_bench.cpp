@@ -1,8 +1,10 @@
-// slimtensor/bench/harness/aoti_shim_bench.cpp: times AOTI shim calls of any library that exports them (libslimtensor, libtorch_cpu).
+// slimtensor/bench/harness/aoti_shim_bench.cpp: times AOTI shim calls of any library that exports them (libslimtensor,
+// libtorch_cpu).
 //
-// Build: g++ -O2 -std=c++17 $(python -c "import slimtensor.bench as b, os; print(os.path.dirname(b.__file__))")/harness/aoti_shim_bench.cpp -ldl -o /tmp/aoti_shim_bench
-// Run:   /tmp/aoti_shim_bench path/to/libslimtensor.so.0      (or .../torch/lib/libtorch_cpu.so)
-// Prints "name min_ns median_ns" per call, over 7 repeats of 1e6 calls each (through dlsym pointers).
+// Build: g++ -O2 -std=c++17 $(python -c "import slimtensor.bench as b, os;
+// print(os.path.dirname(b.__file__))")/harness/aoti_shim_bench.cpp -ldl -o /tmp/aoti_shim_bench Run:
+// /tmp/aoti_shim_bench path/to/libslimtensor.so.0      (or .../torch/lib/libtorch_cpu.so) Prints "name min_ns
+// median_ns" per call, over 7 repeats of 1e6 calls each (through dlsym pointers).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -49,11 +51,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", dlerror());
     return 2;
   }
-  auto empty_strided = sym<Err (*)(int64_t, const int64_t*, const int64_t*, int32_t, int32_t, int32_t, H*)>(lib, "aoti_torch_empty_strided");
+  auto empty_strided = sym<Err (*)(int64_t, const int64_t*, const int64_t*, int32_t, int32_t, int32_t, H*)>(
+      lib, "aoti_torch_empty_strided");
   auto del = sym<Err (*)(H)>(lib, "aoti_torch_delete_tensor_object");
-  auto blob2 = sym<Err (*)(void*, int64_t, const int64_t*, const int64_t*, int64_t, int32_t, int32_t, int32_t, H*, int32_t,
-                           const uint8_t*, int64_t)>(lib, "aoti_torch_create_tensor_from_blob_v2");
-  auto reinterp = sym<Err (*)(H, int64_t, const int64_t*, const int64_t*, int64_t, H*)>(lib, "aoti_torch__reinterpret_tensor");
+  auto blob2 = sym<Err (*)(void*, int64_t, const int64_t*, const int64_t*, int64_t, int32_t, int32_t, int32_t, H*,
+                           int32_t, const uint8_t*, int64_t)>(lib, "aoti_torch_create_tensor_from_blob_v2");
+  auto reinterp =
+      sym<Err (*)(H, int64_t, const int64_t*, const int64_t*, int64_t, H*)>(lib, "aoti_torch__reinterpret_tensor");
   auto new_handle = sym<Err (*)(H, H*)>(lib, "aoti_torch_new_tensor_handle");
   auto item_f32 = sym<Err (*)(H, float*)>(lib, "aoti_torch_item_float32");
   auto copy = sym<Err (*)(H, H, int32_t)>(lib, "aoti_torch_copy_");
@@ -77,11 +81,31 @@ int main(int argc, char** argv) {
   int64_t sink_n = 0;
   int32_t sink_d = 0;
 
-  bench("empty_strided(2x3 f32)+delete", [&] { H h; empty_strided(2, sizes, strides, 6, 0, 0, &h); del(h); });
-  bench("create_tensor_from_blob_v2+delete", [&] { H h; blob2(data, 2, sizes, strides, 0, 6, 0, 0, &h, 0, nullptr, 0); del(h); });
-  bench("_reinterpret_tensor+delete", [&] { H h; reinterp(a, 2, sizes, strides, 0, &h); del(h); });
-  bench("new_tensor_handle+delete", [&] { H h; new_handle(a, &h); del(h); });
-  bench("item_float32", [&] { float f; item_f32(s, &f); sink_f = f; });
+  bench("empty_strided(2x3 f32)+delete", [&] {
+    H h;
+    empty_strided(2, sizes, strides, 6, 0, 0, &h);
+    del(h);
+  });
+  bench("create_tensor_from_blob_v2+delete", [&] {
+    H h;
+    blob2(data, 2, sizes, strides, 0, 6, 0, 0, &h, 0, nullptr, 0);
+    del(h);
+  });
+  bench("_reinterpret_tensor+delete", [&] {
+    H h;
+    reinterp(a, 2, sizes, strides, 0, &h);
+    del(h);
+  });
+  bench("new_tensor_handle+delete", [&] {
+    H h;
+    new_handle(a, &h);
+    del(h);
+  });
+  bench("item_float32", [&] {
+    float f;
+    item_f32(s, &f);
+    sink_f = f;
+  });
   bench("copy_ 24 bytes", [&] { copy(b, a, 0); });
   bench("get_data_ptr", [&] { get_data_ptr(a, &sink_p); });
   bench("get_sizes", [&] { get_sizes(a, &sink_i); });
