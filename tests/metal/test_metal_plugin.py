@@ -72,7 +72,6 @@ def plugin_tests(tmp_path_factory) -> str:
         if f.endswith(".cpp")
     ]
     sources.append(os.path.join(SRC, "kernels", "kernel_source.cpp"))
-    exe = os.path.join(out, "test_metal_plugin")
     flags = [
         "-std=c++17",
         "-O1",
@@ -84,8 +83,9 @@ def plugin_tests(tmp_path_factory) -> str:
         "-Wno-unused-parameter",
     ]
     cov = os.environ.get("SLIMTENSOR_METAL_COVERAGE")
-    if cov:  # gcov: compile each object into the coverage folder
+    if cov:  # gcov: the executable, and so its .gcno/.gcda files, go into the coverage folder
         flags = ["-std=c++17", "-O0", "-g", "-pthread", "--coverage"]
+    exe = os.path.join(cov or out, "test_metal_plugin")
     cmd = [
         cxx,
         *flags,
@@ -126,7 +126,6 @@ def real_core_tests(tmp_path_factory) -> str:
         if f.endswith(".cpp")
     ]
     sources.append(os.path.join(SRC, "kernels", "kernel_source.cpp"))
-    exe = os.path.join(out, "test_metal_real_core")
     flags = [
         "-std=c++17",
         "-O1",
@@ -140,6 +139,7 @@ def real_core_tests(tmp_path_factory) -> str:
     cov = os.environ.get("SLIMTENSOR_METAL_COVERAGE")
     if cov:
         flags = ["-std=c++17", "-O0", "-g", "-pthread", "--coverage"]
+    exe = os.path.join(cov or out, "test_metal_real_core")
     cmd = [
         cxx,
         *flags,

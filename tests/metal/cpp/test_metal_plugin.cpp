@@ -37,8 +37,10 @@ static int g_failed = 0;
 
 // ---- a core table for tests (the real one is the core's; only routing is tested here) ----
 static int g_core_converts = 0;
+static uint32_t g_convert_struct_size = 0;  // what the plugin wrote into the descriptor it gave the core
 static int test_convert_strided(const st_strided_copy_v2* d) {
   g_core_converts++;
+  g_convert_struct_size = d->struct_size;
   // test-only: contiguous 1-d float32 <-> float64 (the plugin's routing is under test, not the conversion)
   const int64_t n = d->ndim ? d->sizes[0] : 1;
   for (int64_t i = 0; i < n; ++i) {
@@ -474,8 +476,10 @@ static void test_float64_goes_through_the_core_after_the_gpu() {
   d.dst_strides = st;
   d.dst_dtype = kFloat64;
   const int before = g_core_converts;
+  d.struct_size = sizeof d + 16;  // a newer core's descriptor: the plugin reads the fields it knows
   CHECK(c.ctx->copy_strided(&d, ST_STREAM_CURRENT) == 0);
   CHECK(g_core_converts == before + 1);
+  CHECK(g_convert_struct_size == sizeof(st_strided_copy_v2));  // the plugin writes that one: its own size
   double out[4];
   CHECK(c.ctx->copy_to_host(out, ref(b), 32, ST_STREAM_CURRENT) == 0);
   CHECK(out[0] == 2.0 && out[3] == 2.0);  // the fill had run before the host read the source

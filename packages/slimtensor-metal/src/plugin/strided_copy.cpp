@@ -130,6 +130,7 @@ int strided_copy_locked(MetalContext* ctx, Stream* s, const st_strided_copy_v2& 
           fn, d.src_dtype, d.dst_dtype);
     if (s->synchronize()) return 1;  // the GPU must be done with both buffers before the host touches them
     st_strided_copy_v2 h = d;
+    h.struct_size = sizeof h;  // we write this descriptor: our size, not the core's (c/device_plugin.h)
     h.src = {src.host, 0, 0, 0};
     h.dst = {dst.host, 0, 0, 0};
     if (core->convert_strided(&h) != 0)
