@@ -50,7 +50,8 @@ def test_cuda_without_a_cuda_device_names_the_call_and_the_fix():
             call(st.ones(2))
         message = str(info.value)
         assert "empty_strided" not in message, message
-        assert "cuda" in message and "slimtensor-cuda" in message, message
+        # not registered: what to install; registered without a GPU: the plugin's reason
+        assert "cuda" in message and ("slimtensor-cuda" in message or "unavailable" in message), message
 
 
 def test_cuda_rejects_another_device_kind():
