@@ -5,7 +5,7 @@ from __future__ import annotations
 import os as _os
 from typing import TYPE_CHECKING
 
-from . import _C, _plugins
+from . import _C, _dtypes, _plugins
 from ._C import (
     Device,
     Storage,
@@ -116,38 +116,9 @@ __all__ = [
     "dtypes",
     "cmake_prefix",
     "include_dir",
-    "uint8",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "float16",
-    "float32",
-    "float64",
-    "complex32",
-    "complex64",
-    "complex128",
-    "bool",
-    "bfloat16",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float8_e5m2",
-    "float8_e4m3fn",
-    "float8_e5m2fnuz",
-    "float8_e4m3fnuz",
-    "float8_e8m0fnu",
-    "float4_e2m1fn_x2",
-    "half",
-    "float",
-    "double",
-    "short",
-    "int",
-    "long",
-    "cfloat",
-    "cdouble",
-    "chalf",
 ]
+# the dtype objects: one list, _dtypes' own (pyright and mypy follow this form of re-export)
+__all__ += _dtypes.__all__
 
 # torch functions that compute values: slimtensor has none of them, and says where to go instead.
 _ARITHMETIC_FUNCTIONS = frozenset(
