@@ -11,6 +11,9 @@ LAB_VENV    := .venv
 TEST_VENV   := .venv-test
 CORE        := packages/slimtensor-core
 TEST_PLUGIN := tests/plugins/slimtensor-hostdev
+CUDA_PLUGIN := packages/slimtensor-cuda
+# nvcc on PATH, else the toolkit's default place; empty when there is none (the CUDA plugin is then skipped).
+NVCC        := $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
 KERNEL_NAME := slimtensor
 PIP_FLAGS   := --disable-pip-version-check -q
 # Explicit builds only: nothing rebuilds at import time (no import-time rebuild races).
@@ -60,13 +63,28 @@ $(TEST_VENV)/.stamp: requirements/test.txt requirements/build.txt | system-deps
 	touch $@
 
 # --- builds ---------------------------------------------------------------------------------------
+# The CUDA plugin (packages/slimtensor-cuda) is built wherever nvcc exists, GPU or not (without a GPU it
+# registers as unavailable, with the reason); a failing build there fails loudly. Without nvcc: a note.
+define build_cuda
+	@if [ -z "$(NVCC)" ]; then \
+	  echo "note: no nvcc on PATH or at /usr/local/cuda/bin/nvcc: the CUDA plugin ($(CUDA_PLUGIN)) is not built, and st.devices() lists no cuda"; \
+	else \
+	  echo "building the CUDA plugin $(CUDA_PLUGIN) with $(NVCC)"; \
+	  CUDACXX=$(NVCC) $(1)/bin/python -m pip install $(PIP_FLAGS) --no-build-isolation \
+	    -Cbuild-dir=build/cuda-{wheel_tag} -Ccmake.define.CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(CUDA_PLUGIN) || { \
+	    echo "error: nvcc exists ($(NVCC)) but the CUDA plugin $(CUDA_PLUGIN) failed to build (output above); fix the build, or run with NVCC= to skip it"; exit 1; }; \
+	fi
+endef
+
 build-lab: $(LAB_VENV)/.stamp
 	$(LAB_VENV)/bin/python -m pip install $(PIP_FLAGS) $(BUILD_FLAGS) -e $(CORE)
+	$(call build_cuda,$(LAB_VENV))
 
 build-test: $(TEST_VENV)/.stamp
 	$(TEST_VENV)/bin/python -m pip install $(PIP_FLAGS) $(BUILD_FLAGS) -e $(CORE)
 	@if [ -d $(TEST_PLUGIN) ]; then $(TEST_VENV)/bin/python -m pip install $(PIP_FLAGS) --no-build-isolation \
 	  -Cbuild-dir=build/hostdev-{wheel_tag} $(TEST_PLUGIN); fi
+	$(call build_cuda,$(TEST_VENV))
 
 build: build-test
 	@if [ -d $(LAB_VENV) ]; then $(MAKE) --no-print-directory build-lab; fi
