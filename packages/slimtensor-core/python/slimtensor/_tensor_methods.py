@@ -1,4 +1,4 @@
-"""Tensor methods written in Python: repr, numpy interop, tolist, to(), iteration, pickling."""
+"""Tensor methods written in Python: repr, numpy interop, tolist, to(), cuda(), iteration, pickling, CAI."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _C
+from . import _C, _cai
 from ._dtypes import _NUMPY_NATIVE, to_numpy_dtype
 
 Tensor = _C.Tensor
@@ -118,6 +118,16 @@ def _to(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     return self._to(device, dtype, copy, non_blocking)
 
 
+def _cuda(self: Tensor, device: Any = None, non_blocking: bool = False) -> Tensor:
+    """A copy on a CUDA device (the tensor itself when it is there already), as torch's: device None is the
+    current CUDA device, an int or 'cuda:N' a given one."""
+    if device is None:
+        device = "cuda"
+    elif isinstance(device, int) and not isinstance(device, builtins.bool):
+        device = f"cuda:{device}"
+    return self._to(device, None, False, builtins.bool(non_blocking))
+
+
 def _iter(self: Tensor):
     if self.ndim == 0:
         raise TypeError("iteration over a 0-d tensor")
@@ -160,6 +170,7 @@ Tensor.__repr__ = _repr
 Tensor.__str__ = _repr
 Tensor.to = _to
 Tensor.cpu = lambda self: self._to("cpu", None, False)
+Tensor.cuda = _cuda
 Tensor.__iter__ = _iter
 Tensor.__reduce__ = _reduce
 Tensor.__bool__ = _scalar(builtins.bool)
@@ -167,3 +178,6 @@ Tensor.__float__ = _scalar(builtins.float)
 Tensor.__int__ = _scalar(builtins.int)
 Tensor.__complex__ = _scalar(builtins.complex)
 Tensor.layout = property(layout_string, doc="sizes:strides @ offset, e.g. '(2, 3):(3, 1) @ 0'")
+Tensor.__cuda_array_interface__ = property(
+    _cai.export, doc="The __cuda_array_interface__ (v3) of a CUDA tensor; AttributeError on other devices."
+)
