@@ -16,8 +16,12 @@ export CMAKE_BUILD_PARALLEL_LEVEL=$(nproc)
 log "nvcc: $(nvcc --version | tail -1); python: $($PY --version); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
 $PY -m venv --system-site-packages "$VENV" && . "$VENV/bin/activate"
 FLAGS="--no-build-isolation --no-deps --disable-pip-version-check -q"
+# Wheels carried to the machine (it has no registry): nvidia-cuda-runtime 13 when torch's own is cu12.
+if ls .whl/*.whl >/dev/null 2>&1; then pip install --no-index --no-deps -q .whl/*.whl >"$OUT/carried_wheels.log" 2>&1; log "installed carried wheels: $(ls .whl | tr '\n' ' ')"; fi
 log "building slimtensor-core"
 pip install $FLAGS -Cbuild-dir=/tmp/st-build-core packages/slimtensor-core >"$OUT/build_core.log" 2>&1 || { log "core build FAILED (build_core.log)"; tail -30 "$OUT/build_core.log"; exit 1; }
+log "building the hostdev test plugin"
+pip install $FLAGS -Cbuild-dir=/tmp/st-build-hostdev tests/plugins/slimtensor-hostdev >"$OUT/build_hostdev.log" 2>&1 || log "hostdev build FAILED (build_hostdev.log); its tests will skip"
 log "building slimtensor-cuda"
 pip install $FLAGS -Cbuild-dir=/tmp/st-build-cuda packages/slimtensor-cuda >"$OUT/build_cuda.log" 2>&1 || { log "cuda build FAILED (build_cuda.log)"; tail -30 "$OUT/build_cuda.log"; exit 1; }
 python -c "import slimtensor_cuda as c; c.register(); import slimtensor as st; print(st.devices()); print(c.unavailable_reason()); print(c.get_device_properties())" >"$OUT/devices.txt" 2>&1
@@ -28,6 +32,8 @@ python -m nanobind.stubgen -m slimtensor_cuda._C -o "$OUT/_C.pyi" >"$OUT/stubgen
 log "pytest tests/cuda"
 timeout 240 python -m pytest tests/cuda -x -q -p no:cacheprovider --junitxml="$OUT/pytest_cuda.xml" >"$OUT/pytest_cuda.log" 2>&1
 log "pytest tests/cuda: rc=$? $(tail -1 "$OUT/pytest_cuda.log")"
+timeout 120 python -m pytest tests/core/test_plugin_memory.py tests/core/test_plugin_streams.py -q -p no:cacheprovider >"$OUT/pytest_core_plugins.log" 2>&1
+log "core plugin-memory tests with cuda available: rc=$? $(tail -1 "$OUT/pytest_core_plugins.log")"
 if ls tests/core/test_device_param*.py >/dev/null 2>&1 || grep -rlq "needs_cuda" tests/core 2>/dev/null; then
   timeout 120 python -m pytest tests/core -q -p no:cacheprovider -m needs_cuda >"$OUT/pytest_core_cuda.log" 2>&1
   log "core device-parametrised tests: rc=$? $(tail -1 "$OUT/pytest_core_cuda.log")"
