@@ -41,8 +41,9 @@ def _baseline():
 def _run(code: str, **env: str) -> subprocess.CompletedProcess:
     import os
 
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**os.environ, **env}
+    )
 
 
 def _cuda_usable() -> bool:
@@ -59,8 +60,11 @@ def test_pinned_factories_pin_through_the_plugin_and_give_it_back():
     if not _cuda_usable():  # hostdev is then the first available plugin that pins
         assert hostdev.pinned_stats()["bytes"] == before["bytes"] + 160
         assert t.is_pinned("hostdev")
-    for made, value in ((st.zeros((3,), pin_memory=True), 0.0), (st.ones((3,), pin_memory=True), 1.0),
-                        (st.full((3,), 2.5, pin_memory=True), 2.5)):
+    for made, value in (
+        (st.zeros((3,), pin_memory=True), 0.0),
+        (st.ones((3,), pin_memory=True), 1.0),
+        (st.full((3,), 2.5, pin_memory=True), 2.5),
+    ):
         assert made.is_pinned() and made.tolist() == [value] * 3
     s = st.empty_strided((2, 3), (1, 2), pin_memory=True)
     assert s.is_pinned() and s.stride() == (1, 2)
@@ -72,7 +76,9 @@ def test_pinned_factories_pin_through_the_plugin_and_give_it_back():
 
 def test_pin_memory_copies_once_and_keeps_values_and_layout():
     a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
-    src = st.from_numpy(a).permute(2, 0, 1)  # dense, not contiguous: pin_memory keeps the strides (empty_like)
+    src = st.from_numpy(a).permute(
+        2, 0, 1
+    )  # dense, not contiguous: pin_memory keeps the strides (empty_like)
     before = hostdev.pinned_stats()
     p = src.pin_memory(device="hostdev")
     assert hostdev.pinned_stats()["blocks"] == before["blocks"] + 1
@@ -152,7 +158,9 @@ def test_record_stream_does_nothing_for_borrowed_memory():
 
 def test_record_stream_errors_say_what_is_accepted():
     t = st.zeros((4,), device="hostdev:0")
-    with pytest.raises(ValueError, match=r"record_stream\(\): stream 7 is not a DLPack stream number of hostdev:0"):
+    with pytest.raises(
+        ValueError, match=r"record_stream\(\): stream 7 is not a DLPack stream number of hostdev:0"
+    ):
         t.record_stream(7)
     with pytest.raises(ValueError, match="names no stream"):
         t.record_stream(0)
@@ -176,7 +184,9 @@ def test_from_blob_checks_the_pointer_with_the_plugin():
     try:
         t = st.from_blob(token, (32,), dtype=st.float32, device="hostdev")  # "hostdev": the memory's index
         assert str(t.device) == "hostdev:1"
-        with pytest.raises(ValueError, match=r"is memory of hostdev:1, not hostdev:0; pass device='hostdev:1'"):
+        with pytest.raises(
+            ValueError, match=r"is memory of hostdev:1, not hostdev:0; pass device='hostdev:1'"
+        ):
             st.from_blob(token, (32,), dtype=st.float32, device="hostdev:0")
         host = np.zeros(4, dtype=np.float32)
         with pytest.raises(ValueError, match=r"is not memory of hostdev:0 .*device='cpu' for host memory"):
@@ -189,7 +199,9 @@ def test_from_blob_checks_the_pointer_with_the_plugin():
 
 def test_out_of_memory_is_a_memory_error_naming_the_size():
     before = hostdev.counters(0)["failed_allocations"]
-    with pytest.raises(MemoryError, match=r"empty\(\): hostdev:0 could not allocate 8589934592 bytes: .*out of memory"):
+    with pytest.raises(
+        MemoryError, match=r"empty\(\): hostdev:0 could not allocate 8589934592 bytes: .*out of memory"
+    ):
         st.empty((1 << 31,), dtype=st.float32, device="hostdev:0")
     assert hostdev.counters(0)["failed_allocations"] == before + 1
     assert st.ones((3,), device="hostdev:0").tolist() == [1.0, 1.0, 1.0]  # still usable
@@ -207,8 +219,14 @@ def test_cuda_array_interface_exists_only_on_cuda_tensors():
 
 class _Producer:
     def __init__(self, **cai):
-        base = {"version": 3, "shape": (4,), "typestr": "<f4", "data": (0x7F0000000000, False), "strides": None,
-                "stream": 1}
+        base = {
+            "version": 3,
+            "shape": (4,),
+            "typestr": "<f4",
+            "data": (0x7F0000000000, False),
+            "strides": None,
+            "stream": 1,
+        }
         self.__cuda_array_interface__ = {**base, **cai}
 
 

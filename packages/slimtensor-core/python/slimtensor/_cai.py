@@ -25,7 +25,7 @@ _TYPESTR = {
     "complex64": "<c8", "complex128": "<c16",
 }  # fmt: skip
 _FROM_TYPESTR = {v: k for k, v in _TYPESTR.items()}
-# Byte order is meaningless for one byte; producers write '|', '<' or '='. Native order on little-endian hosts.
+# Byte order means nothing for one byte: producers write '|', '<' or '='. '=' is native (little-endian hosts).
 _FROM_TYPESTR.update({f"{o}{c}1": n for n, c in (("bool", "b"), ("uint8", "u"), ("int8", "i")) for o in "<="})
 _FROM_TYPESTR.update({"=" + v[1:]: k for k, v in _TYPESTR.items() if v[0] == "<"})
 
@@ -33,14 +33,14 @@ _FROM_TYPESTR.update({"=" + v[1:]: k for k, v in _TYPESTR.items() if v[0] == "<"
 def export(t: _C.Tensor) -> dict[str, Any]:
     if t.device.type != "cuda":
         raise AttributeError(
-            f"'Tensor' object has no attribute '__cuda_array_interface__': the tensor is on {t.device}, and only "
-            "CUDA tensors have one; use __dlpack__ (st.from_dlpack, torch.from_dlpack) for other devices"
+            f"'Tensor' object has no attribute '__cuda_array_interface__': the tensor is on {t.device}, "
+            "and only CUDA tensors have one; use __dlpack__ (st.from_dlpack, torch.from_dlpack) elsewhere"
         )
     typestr = _TYPESTR.get(t.dtype.name)
     if typestr is None:
         raise AttributeError(
-            f"'Tensor' object has no attribute '__cuda_array_interface__': {t.dtype.name} has no typestr in the "
-            "protocol; exchange the tensor through DLPack instead (torch.from_dlpack(t), cupy.from_dlpack(t))"
+            f"'Tensor' object has no attribute '__cuda_array_interface__': {t.dtype.name} has no typestr in "
+            "the protocol; exchange the tensor through DLPack (torch.from_dlpack(t), cupy.from_dlpack(t))"
         )
     itemsize = t.itemsize
     return {
@@ -61,12 +61,16 @@ def from_cuda_array_interface(obj: Any) -> _C.Tensor:
     fn = "from_cuda_array_interface()"
     version = cai.get("version")
     if not isinstance(version, int) or version < 2:
-        raise ValueError(f"{fn}: __cuda_array_interface__ version {version!r} is not supported; expected 2 or 3")
+        raise ValueError(
+            f"{fn}: __cuda_array_interface__ version {version!r} is not supported; expected 2 or 3"
+        )
     if cai.get("mask") is not None:
         raise ValueError(f"{fn}: masked arrays are not supported; pass the data without a mask")
     typestr = cai.get("typestr")
     if typestr not in _FROM_TYPESTR:
-        raise TypeError(f"{fn}: typestr {typestr!r} has no slimtensor dtype; known: {sorted(set(_FROM_TYPESTR))}")
+        raise TypeError(
+            f"{fn}: typestr {typestr!r} has no slimtensor dtype; known: {sorted(set(_FROM_TYPESTR))}"
+        )
     dtype = _C._dtype_table()[_FROM_TYPESTR[typestr]]
     shape = tuple(int(n) for n in cai["shape"])
     ptr, read_only = cai["data"]
@@ -74,12 +78,15 @@ def from_cuda_array_interface(obj: Any) -> _C.Tensor:
     if strides is not None:
         if any(b < 0 or b % dtype.itemsize for b in strides):
             raise ValueError(
-                f"{fn}: byte strides {tuple(strides)} must be non-negative multiples of the itemsize {dtype.itemsize}"
+                f"{fn}: byte strides {tuple(strides)} must be non-negative multiples of the itemsize "
+                f"{dtype.itemsize}"
             )
         strides = tuple(b // dtype.itemsize for b in strides)
     stream = cai.get("stream") if version >= 3 else None
     if stream == 0:
-        raise ValueError(f"{fn}: stream 0 is disallowed by the protocol (1 is the legacy default stream, None: no sync)")
+        raise ValueError(
+            f"{fn}: stream 0 is disallowed by the protocol (1 is the legacy default stream, None: no sync)"
+        )
     # from_blob on "cuda" asks the plugin where the memory is (locate_pointer) and takes that index.
     t = _C.from_blob(int(ptr), shape, strides, dtype, "cuda", owner=obj, read_only=bool(read_only))
     if stream is not None:
