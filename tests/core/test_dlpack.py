@@ -412,9 +412,17 @@ def test_unsupported_dtype_refused(dtype):
 
 @pytest.mark.parametrize("device", [(2, 0), (999, 0), (4, 0)])
 def test_unsupported_device_refused(device):
-    registered = {d.name for d in st.devices() if d.available}
-    if device[0] == 2 and "cuda" in registered:
-        pytest.skip("a CUDA plugin is registered")
+    cuda = next((d for d in st.devices() if d.name == "cuda"), None)
+    if device[0] == 2 and cuda is not None:
+        if cuda.available:
+            pytest.skip("a CUDA device is usable here")
+        # The CUDA plugin without a GPU: registered but unavailable, refused with its reason, capsule untouched.
+        h = HandMade(np.zeros(8, np.float32), (2,), device=device)
+        with pytest.raises(RuntimeError, match="registered but unavailable"):
+            st.from_dlpack(h.capsule)
+        gc.collect(0)
+        assert h.calls == 0 and h.capsule_name() in ("dltensor", "dltensor_versioned")
+        return
     _refused(HandMade(np.zeros(8, np.float32), (2,), device=device), BufferError, "device")
 
 

@@ -682,7 +682,8 @@ def test_plugin_that_looks_up_devices_while_registering(tmp_path):
         timeout=30,
     )
     assert out["values"] == [0.0, 0.0]
-    assert out["records"] == {"curious": True, "hostdev": True}
+    # Other installed plugins (the CUDA one, where nvcc built it) load too; each must load.
+    assert out["records"].get("curious") and out["records"].get("hostdev") and all(out["records"].values())
 
 
 def test_incompatible_plugin_through_an_entry_point_warns(tmp_path):
