@@ -118,14 +118,26 @@ def test_tensor_device():
 
 def test_unregistered_device_is_a_clear_error():
     names = {i.name for i in st.devices()}
-    if "cuda" in names and any(i.name == "cuda" and i.available for i in st.devices()):
-        pytest.skip("a CUDA device is available")
+    name = next((n for n in ("cuda", "mps") if n not in names), None)
+    if name is None:
+        pytest.skip("plugins for both cuda and mps are registered here")
     with pytest.raises((RuntimeError, ValueError)) as info:
         st.empty(2, device="cuda:0")
     assert "cuda" in str(info.value)
     message = str(info.value)
     # not registered: what to install; registered (slimtensor-cuda without a GPU): why it is unavailable
     assert "slimtensor-cuda" in message or "devices()" in message or "registered but unavailable" in message
+
+
+def test_registered_but_unavailable_device_says_why():
+    # E.g. the CUDA plugin on a machine without a GPU or driver: registered, with its reason.
+    unavailable = [i for i in st.devices() if not i.available]
+    if not unavailable:
+        pytest.skip("every registered device is available here")
+    d = unavailable[0]
+    with pytest.raises(RuntimeError, match="registered but unavailable") as info:
+        st.empty(2, device=f"{d.name}:0")
+    assert d.reason and d.reason in str(info.value)
 
 
 def test_num_threads_round_trip():

@@ -480,20 +480,20 @@ def test_work_on_a_user_stream_is_ordered_by_the_stream(streams):
     gc.collect()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core gap: a storage freed on its allocation stream after use on another stream needs record_stream; "
-    "the core never calls the table's record_stream and has no Tensor.record_stream",
-)
 def test_a_tensor_used_on_another_stream_is_freed_after_that_use(streams):
+    # As with torch: a tensor used on a stream other than its allocation stream is marked with record_stream,
+    # and the core hands the mark to the plugin's record_stream (here by the stream's DLPack number).
     s1, s2 = streams
     before = hostdev.counters(0)["unordered_frees"]
+    recorded = hostdev.counters(0)["record_streams"]
     with hostdev.stream(0, s1):
         t = st.zeros((4096,), dtype=st.float32, device="hostdev:0")
         t.cpu()
     with hostdev.stream(0, s2):
         hostdev.stream_stall(s2, STALL_US)
         t.fill_(1.0)
+        t.record_stream(hostdev.stream_to_dlpack(0, s2))
+        assert hostdev.counters(0)["record_streams"] == recorded + 1
         del t  # the storage frees on s1, its allocation stream, while s2 still has the fill queued
         gc.collect()
     _sync_all()

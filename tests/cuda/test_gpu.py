@@ -65,8 +65,7 @@ def test_cross_stream_reuse_waits(stc) -> None:
     p = x.data_ptr()
     with stc.stream(s2):
         x.fill_(1.0)  # s2 uses x
-    if hasattr(x, "record_stream"):
-        x.record_stream(s2)
+    x.record_stream(s2)  # the core hands it to the allocator (slimtensor_cuda.Stream: cuda_stream, device_index)
     del x
     with stc.stream(s1):
         y = st.empty(1 << 20, dtype=st.float32, device="cuda")
@@ -126,7 +125,8 @@ def test_permuted_copies(shape, perm, dtype) -> None:
 
 def test_non_blocking_and_pinned(stc) -> None:
     h = st.empty(1 << 20, dtype=st.float32, pin_memory=True)
-    assert h.is_pinned()
+    assert h.is_pinned() and h.is_pinned("cuda")
+    assert st.arange(4).pin_memory(device="cuda").is_pinned("cuda")
     h.fill_(3.0)
     d = st.empty(1 << 20, dtype=st.float32, device="cuda")
     d.copy_(h, non_blocking=True)
@@ -139,7 +139,7 @@ def test_non_blocking_and_pinned(stc) -> None:
 
 def test_oom_too_large_raises_and_recovers(stc) -> None:
     total = stc.get_device_properties().total_memory
-    with pytest.raises(MemoryError, match="out of memory"):
+    with pytest.raises(MemoryError, match=rf"could not allocate {total * 2} bytes: .*out of memory"):
         st.empty(total * 2, dtype=st.uint8, device="cuda")
     x = st.zeros(16, device="cuda")  # still usable
     assert float(x.sum().item() if hasattr(x, "sum") else x[0].item()) == 0.0
@@ -205,3 +205,39 @@ def test_streams_api(stc) -> None:
     with stc.device(0):
         assert stc.current_device() == 0
     assert stc.get_device_capability()[0] >= 7
+
+
+def test_core_integration_st_cuda_from_blob_and_cai(stc) -> None:
+    assert st.cuda is stc
+    x = st.arange(12, dtype=st.float32).to("cuda").reshape(3, 4)
+    assert x.cuda() is x or x.cuda()._is_same(x)
+    host = np.zeros(4, dtype=np.float32)
+    with pytest.raises(ValueError, match="is not memory of cuda"):
+        st.from_blob(host.ctypes.data, (4,), dtype=st.float32, device="cuda")
+    y = st.from_blob(x.data_ptr() + 16, (2, 4), dtype=st.float32, device="cuda", owner=x)  # located: cuda:0
+    assert str(y.device) == "cuda:0" and y.tolist() == [[4.0, 5.0, 6.0, 7.0], [8.0, 9.0, 10.0, 11.0]]
+    s = stc.Stream()
+    with stc.stream(s):
+        cai = x.T.__cuda_array_interface__
+    assert cai["version"] == 3 and cai["data"] == (x.data_ptr(), False) and cai["stream"] == s.cuda_stream
+    assert cai["shape"] == (4, 3) and cai["strides"] == (4, 16) and cai["typestr"] == "<f4"
+    assert x.__cuda_array_interface__["stream"] == 1 and x.__cuda_array_interface__["strides"] is None
+    assert not hasattr(x.to(dtype=st.bfloat16), "__cuda_array_interface__")  # no typestr: DLPack instead
+
+    class Producer:  # only the CAI, as numba's arrays
+        def __init__(self, cai):
+            self.__cuda_array_interface__ = cai
+
+    z = st.asarray(Producer(x.__cuda_array_interface__))
+    assert z.data_ptr() == x.data_ptr() and z.tolist() == x.tolist()
+    del x, y, z
+
+
+def test_cai_export_to_torch(stc, cuda_torch) -> None:
+    torch = cuda_torch
+    x = st.arange(6, dtype=st.float32).to("cuda")
+    t = torch.as_tensor(x, device="cuda")  # through x.__cuda_array_interface__
+    assert t.data_ptr() == x.data_ptr()
+    t[0] = 5.0
+    assert x[0].item() == 5.0
+    del t, x

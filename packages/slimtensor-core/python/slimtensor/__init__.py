@@ -139,4 +139,18 @@ def __getattr__(name: str):
         from ._tensor_methods import _ARITHMETIC_HINT
 
         raise AttributeError(f"module 'slimtensor' has no function {name}(): {_ARITHMETIC_HINT}")
+    # st.cuda is the CUDA plugin's module (slimtensor_cuda: streams, events, the allocator), imported on first
+    # use: `import slimtensor` never imports it. AttributeError when it is missing, so hasattr(st, "cuda") works.
+    if name == "cuda":
+        import importlib
+
+        try:
+            module = importlib.import_module("slimtensor_cuda")
+        except ImportError as exc:
+            raise AttributeError(
+                f"st.cuda needs the CUDA device plugin, which is not installed ({type(exc).__name__}: {exc}); "
+                "install it with 'pip install slimtensor-cuda' (or build packages/slimtensor-cuda where nvcc exists)"
+            ) from exc
+        globals()["cuda"] = module
+        return module
     raise AttributeError(f"module 'slimtensor' has no attribute {name!r}")

@@ -97,7 +97,8 @@ def _python_default(obj: Any, arr: np.ndarray) -> np.ndarray:
 
 
 def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None = None) -> _C.Tensor:
-    """A tensor from a tensor, a DLPack producer, a numpy array, a buffer, or (nested) Python numbers.
+    """A tensor from a tensor, a DLPack producer, an object with __cuda_array_interface__, a numpy array, a
+    buffer, or (nested) Python numbers.
 
     Shares memory when it can (copy=None), always copies with copy=True, and raises ValueError with
     copy=False when a copy would be needed.
@@ -114,6 +115,10 @@ def asarray(obj: Any, dtype: Any = None, device: Any = None, copy: bool | None =
             t = from_numpy(np.require(obj, requirements="C"))
     elif hasattr(obj, "__dlpack__"):
         t = _C.from_dlpack(obj)
+    elif hasattr(obj, "__cuda_array_interface__"):  # numba, older cupy: CUDA memory without DLPack
+        from ._cai import from_cuda_array_interface
+
+        t = from_cuda_array_interface(obj)
     else:
         if copy is False and not isinstance(obj, bytes | bytearray | memoryview):
             raise ValueError("asarray(): copy=False but a Python object can only be converted with a copy")

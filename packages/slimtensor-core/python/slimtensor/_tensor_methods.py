@@ -1,4 +1,4 @@
-"""Tensor methods written in Python: repr, numpy interop, tolist, to(), iteration, pickling."""
+"""Tensor methods written in Python: repr, numpy interop, tolist, to(), cuda(), iteration, pickling, CAI."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _C
+from . import _C, _cai
 from ._dtypes import _NUMPY_NATIVE, to_numpy_dtype
 
 Tensor = _C.Tensor
@@ -225,7 +225,7 @@ def _device_method(kind: str):
         if not target.split(":")[0] == kind:
             raise ValueError(f"{kind}(): expected a {kind} device (an index or '{kind}:N'), got {device!r}")
         try:
-            return self._to(target, None, False)
+            return self._to(target, None, False, builtins.bool(non_blocking))
         except RuntimeError as exc:  # name the call the user wrote
             message = str(exc)
             raise RuntimeError(f"{kind}(): {message.removeprefix('to(): ')}") from None
@@ -392,3 +392,6 @@ ARITHMETIC_METHODS = (
 )
 for _name in ARITHMETIC_METHODS:
     setattr(Tensor, _name, _no_method(_name))
+Tensor.__cuda_array_interface__ = property(
+    _cai.export, doc="The __cuda_array_interface__ (v3) of a CUDA tensor; AttributeError on other devices."
+)

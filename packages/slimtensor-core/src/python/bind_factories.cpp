@@ -4,6 +4,7 @@
 #include "common.h"
 #include "slimtensor/base/error.h"
 #include "slimtensor/copy/fill.h"
+#include "slimtensor/runtime/device_memory.h"
 #include "slimtensor/tensor/factories.h"
 
 namespace slimtensor::python {
@@ -22,10 +23,32 @@ Shape shape_arg(nb::handle obj, const char* function) {
   return s;
 }
 
-Tensor filled(nb::args size, const Scalar& value, nb::handle dtype, nb::handle device, const char* function) {
+// empty() / empty_strided() (strides null: contiguous), or over pinned host memory when pin_memory is set
+// (Note [Pinned memory] in runtime/device_memory.h), which is host memory: the device must be the CPU.
+Tensor make_empty(const Shape& s, const Shape* strides, ScalarType t, nb::handle device, bool pin_memory,
+                  const char* function) {
+  const Device d = to_device(device, function);
+  if (!pin_memory) {
+    return strides ? empty_strided(IntList(s.v, s.n), IntList(strides->v, strides->n), t, d, function)
+                   : empty(IntList(s.v, s.n), t, d, function);
+  }
+  ST_CHECK(d.is_cpu(), Value, function, ": pin_memory=True makes pinned host memory, so the device must be the CPU "
+           "but got ", device_string(d), "; leave device out, or drop pin_memory");
+  Shape contiguous;
+  if (!strides) {
+    contiguous.n = s.n;
+    contiguous_strides(s.v, static_cast<int>(s.n), contiguous.v);
+    strides = &contiguous;
+  }
+  return device_memory::empty_pinned(IntList(s.v, s.n), IntList(strides->v, strides->n), t,
+                                     device_memory::pinning_device(kCPU, function), function);
+}
+
+Tensor filled(nb::args size, const Scalar& value, nb::handle dtype, nb::handle device, bool pin_memory,
+              const char* function) {
   const Shape s = shape_arg(size, function);
   const ScalarType t = to_dtype(dtype, kDefaultFloat, function);
-  Tensor out = empty(IntList(s.v, s.n), t, to_device(device, function), function);
+  Tensor out = make_empty(s, nullptr, t, device, pin_memory, function);
   if (out.nbytes() >= (1 << 16)) {
     nb::gil_scoped_release release;
     fill_(out, value);
@@ -50,58 +73,61 @@ ScalarType inferred_dtype(const Scalar& s) {
 void bind_factories(nb::module_& m) {
   m.def(
       "empty",
-      [](nb::args size, nb::handle dtype, nb::handle device) {
+      [](nb::args size, nb::handle dtype, nb::handle device, bool pin_memory) {
         const Shape s = shape_arg(size, "empty()");
-        return empty(IntList(s.v, s.n), to_dtype(dtype, kDefaultFloat, "empty()"), to_device(device, "empty()"));
+        return make_empty(s, nullptr, to_dtype(dtype, kDefaultFloat, "empty()"), device, pin_memory, "empty()");
       },
-      nb::arg("size"), nb::arg("dtype") = nb::none(), nb::arg("device") = nb::none(),
+      nb::arg("size"), nb::arg("dtype") = nb::none(), nb::arg("device") = nb::none(), nb::arg("pin_memory") = false,
       nb::sig("def empty(*size: int | typing.Sequence[int], dtype: DTypeLike | None = None, "
-              "device: DeviceLike | None = None) -> Tensor"),
-      "An uninitialized contiguous tensor: empty(2, 3) or empty((2, 3)).");
+              "device: DeviceLike | None = None, pin_memory: bool = False) -> Tensor"),
+      "An uninitialized contiguous tensor: empty(2, 3) or empty((2, 3)). pin_memory=True: in pinned host memory.");
   m.def(
       "zeros",
-      [](nb::args size, nb::handle dtype, nb::handle device) {
-        return filled(size, Scalar::from_int(0), dtype, device, "zeros()");
+      [](nb::args size, nb::handle dtype, nb::handle device, bool pin_memory) {
+        return filled(size, Scalar::from_int(0), dtype, device, pin_memory, "zeros()");
       },
-      nb::arg("size"), nb::arg("dtype") = nb::none(), nb::arg("device") = nb::none(),
+      nb::arg("size"), nb::arg("dtype") = nb::none(), nb::arg("device") = nb::none(), nb::arg("pin_memory") = false,
       nb::sig("def zeros(*size: int | typing.Sequence[int], dtype: DTypeLike | None = None, "
-              "device: DeviceLike | None = None) -> Tensor"));
+              "device: DeviceLike | None = None, pin_memory: bool = False) -> Tensor"));
   m.def(
       "ones",
-      [](nb::args size, nb::handle dtype, nb::handle device) {
-        return filled(size, Scalar::from_int(1), dtype, device, "ones()");
+      [](nb::args size, nb::handle dtype, nb::handle device, bool pin_memory) {
+        return filled(size, Scalar::from_int(1), dtype, device, pin_memory, "ones()");
       },
-      nb::arg("size"), nb::arg("dtype") = nb::none(), nb::arg("device") = nb::none(),
+      nb::arg("size"), nb::arg("dtype") = nb::none(), nb::arg("device") = nb::none(), nb::arg("pin_memory") = false,
       nb::sig("def ones(*size: int | typing.Sequence[int], dtype: DTypeLike | None = None, "
-              "device: DeviceLike | None = None) -> Tensor"));
+              "device: DeviceLike | None = None, pin_memory: bool = False) -> Tensor"));
   m.def(
       "full",
-      [](nb::handle size, nb::handle value, nb::handle dtype, nb::handle device) {
+      [](nb::handle size, nb::handle value, nb::handle dtype, nb::handle device, bool pin_memory) {
         const Scalar s = to_scalar(value, "full()");
         const Shape shape = shape_arg(size, "full()");
         const ScalarType t = to_dtype(dtype, inferred_dtype(s), "full()");
-        Tensor out = empty(IntList(shape.v, shape.n), t, to_device(device, "full()"), "full()");
+        Tensor out = make_empty(shape, nullptr, t, device, pin_memory, "full()");
         nb::gil_scoped_release release;
         fill_(out, s);
         return out;
       },
       nb::arg("size"), nb::arg("fill_value"), nb::kw_only(), nb::arg("dtype") = nb::none(),
-      nb::arg("device") = nb::none(),
+      nb::arg("device") = nb::none(), nb::arg("pin_memory") = false,
       nb::sig("def full(size: int | typing.Sequence[int], fill_value: bool | int | float | complex, *, "
-              "dtype: DTypeLike | None = None, device: DeviceLike | None = None) -> Tensor"));
+              "dtype: DTypeLike | None = None, device: DeviceLike | None = None, pin_memory: bool = False) "
+              "-> Tensor"));
   m.def(
       "empty_strided",
-      [](nb::handle size, nb::handle stride, nb::handle dtype, nb::handle device) {
+      [](nb::handle size, nb::handle stride, nb::handle dtype, nb::handle device, bool pin_memory) {
         const Shape s = shape_arg(size, "empty_strided()");
         const Shape st = shape_arg(stride, "empty_strided()");
         ST_CHECK(s.n == st.n, Value, "empty_strided(): sizes have ", s.n, " dims but strides have ", st.n,
                  "; give one stride per dim");
-        return empty_strided(IntList(s.v, s.n), IntList(st.v, st.n), to_dtype(dtype, kDefaultFloat, "empty_strided()"),
-                             to_device(device, "empty_strided()"));
+        return make_empty(s, &st, to_dtype(dtype, kDefaultFloat, "empty_strided()"), device, pin_memory,
+                          "empty_strided()");
       },
       nb::arg("size"), nb::arg("stride"), nb::kw_only(), nb::arg("dtype") = nb::none(), nb::arg("device") = nb::none(),
+      nb::arg("pin_memory") = false,
       nb::sig("def empty_strided(size: typing.Sequence[int], stride: typing.Sequence[int], *, "
-              "dtype: DTypeLike | None = None, device: DeviceLike | None = None) -> Tensor"));
+              "dtype: DTypeLike | None = None, device: DeviceLike | None = None, pin_memory: bool = False) "
+              "-> Tensor"));
   m.def(
       "empty_like",
       [](const Tensor& other, nb::handle dtype, nb::handle device) {
@@ -129,8 +155,12 @@ void bind_factories(nb::module_& m) {
         Py_XINCREF(context);  // released by the storage's deleter (Note [Storage ownership])
         const char* owner_name = context ? type_short_name(owner) : "from_blob";
         try {
+          // On a plugin device, the plugin's locate_pointer checks the memory is that device's (and gives
+          // "cuda" its index); the CPU and plugins that cannot tell trust the caller.
+          const Device d = device_memory::check_device_pointer(to_device(device, "from_blob()"),
+                                                               reinterpret_cast<const void*>(ptr), "from_blob()");
           return from_blob(reinterpret_cast<void*>(ptr), IntList(s.v, s.n), IntList(st.v, st.n), storage_offset,
-                           to_dtype(dtype, kDefaultFloat, "from_blob()"), to_device(device, "from_blob()"),
+                           to_dtype(dtype, kDefaultFloat, "from_blob()"), d,
                            context ? release_python_owner : nullptr, context, read_only, owner_name);
         } catch (...) {
           Py_XDECREF(context);

@@ -365,6 +365,7 @@ void bind_tensor(nb::module_& m) {
 
   bind_indexing(cls);
   bind_dlpack(m, cls);
+  bind_device_memory(m, cls);
 }
 
 }  // namespace slimtensor::python

@@ -110,6 +110,37 @@ bool record_stream(const DeviceEntry& e, int32_t index, void* handle, void* stre
   return true;
 }
 
+bool can_pin(const DeviceEntry& e) noexcept { return !is_1_0(e) && e.table->host_allocate && e.table->host_free; }
+
+void* host_allocate(const DeviceEntry& e, uint64_t nbytes, const char* function) {
+  void* ptr = nullptr;
+  const int rc = e.table->host_allocate(e.table->ctx, nbytes, &ptr);
+  if (rc != 0 || ptr == nullptr) {
+    fail(ErrorKind::Memory, call_name(function), ": ", e.name, " could not pin ", nbytes, " bytes of host memory: ",
+         rc != 0 ? plugin_error(e) : "the plugin returned success but a NULL pointer");
+  }
+  return ptr;
+}
+
+void host_free(const DeviceEntry& e, void* ptr, uint64_t nbytes) noexcept { e.table->host_free(e.table->ctx, ptr, nbytes); }
+
+bool host_is_pinned(const DeviceEntry& e, const void* ptr, bool* pinned, const char* function) {
+  if (is_1_0(e) || !e.table->host_is_pinned) return false;
+  int32_t p = 0;
+  check(e.table->host_is_pinned(e.table->ctx, ptr, &p), e, -1, function, "host_is_pinned");
+  *pinned = p != 0;
+  return true;
+}
+
+bool can_locate(const DeviceEntry& e) noexcept { return !is_1_0(e) && e.table->locate_pointer; }
+
+bool locate_pointer(const DeviceEntry& e, const void* ptr, int32_t* index, const char** why) noexcept {
+  *index = -1;
+  if (e.table->locate_pointer(e.table->ctx, ptr, index) == 0) return true;
+  *why = plugin_error(e);
+  return false;
+}
+
 void* current_stream(const DeviceEntry& e, int32_t index, const char* function) {
   const st_device_table& t = *e.table;
   if (!t.current_stream) return nullptr;  // only a 1.0 plugin (1.1 requires it): one synchronous stream

@@ -38,6 +38,19 @@ void fill(const DeviceEntry& e, st_memory_ref dst, uint64_t nbytes, const void* 
 // Optional (record_stream): false when the plugin has none (then the caller synchronises instead).
 bool record_stream(const DeviceEntry& e, int32_t index, void* handle, void* stream, const char* function);
 
+// --- host memory: pinned allocations, pointer location (optional; 1.1 only) ----------------------
+// Whether the plugin pins host memory (host_allocate and host_free).
+bool can_pin(const DeviceEntry& e) noexcept;
+// nbytes > 0 of pinned host memory; throws Error(Memory) naming the size and the plugin's message.
+void* host_allocate(const DeviceEntry& e, uint64_t nbytes, const char* function);
+void host_free(const DeviceEntry& e, void* ptr, uint64_t nbytes) noexcept;
+// false when the plugin has no host_is_pinned; else *pinned says whether ptr lies in pinned memory.
+bool host_is_pinned(const DeviceEntry& e, const void* ptr, bool* pinned, const char* function);
+// Whether the plugin can say whose memory a pointer is (locate_pointer).
+bool can_locate(const DeviceEntry& e) noexcept;
+// true and *index when ptr is memory of the plugin's device; false with *why (the plugin's message) if not.
+bool locate_pointer(const DeviceEntry& e, const void* ptr, int32_t* index, const char** why) noexcept;
+
 // --- streams and devices --------------------------------------------------------------------------
 // The calling thread's current stream of `index` (a real stream, never ST_STREAM_CURRENT); nullptr for a
 // 1.0 plugin without current_stream (its one, synchronous, stream).

@@ -9,7 +9,11 @@
 // Streams handed to Python (slimtensor_cuda.Stream()) are never destroyed: when their object dies they
 // go back to a pool and are handed out again. Destroying them would be unsafe: the allocator caches
 // blocks per stream (Note [Stream-ordered reuse]), and a new stream with a recycled handle value could
-// take a block whose work on the old stream has not run yet.
+// take a block whose work on the old stream has not run yet. It also keeps the ABI's promise (Note
+// [Streams] in device_plugin.h): the core keeps the stream a storage was allocated on and frees on it, so
+// every stream this plugin hands out (pool streams, NULL, cudaStreamPerThread) outlives memory allocated on
+// it. A foreign stream made current through set_stream (torch's, cupy's) must outlive the memory allocated
+// while it was current, as in torch.
 #pragma once
 
 #include <cuda_runtime_api.h>

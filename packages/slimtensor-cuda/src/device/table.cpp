@@ -315,8 +315,8 @@ int t_event_record(void*, int32_t index, void* event, void* stream) {
   if (event == nullptr) return fail("slimtensor_cuda event_record(): event is NULL");
   if (check_device("event_record", index)) return 1;
   DeviceGuard g(index);
-  ST_CUDA_TRY("event_record", "cudaEventRecord",
-              cudaEventRecord(static_cast<cudaEvent_t>(event), resolve_stream(index, stream)));
+  ST_CUDA_TRY("event_record", "cudaSetDevice", g.status());
+  ST_CUDA_TRY("event_record", "cudaEventRecord", cudaEventRecord(static_cast<cudaEvent_t>(event), resolve_stream(index, stream)));
   return 0;
 }
 
@@ -324,6 +324,7 @@ int t_stream_wait_event(void*, int32_t index, void* stream, void* event) {
   if (event == nullptr) return fail("slimtensor_cuda stream_wait_event(): event is NULL");
   if (check_device("stream_wait_event", index)) return 1;
   DeviceGuard g(index);
+  ST_CUDA_TRY("stream_wait_event", "cudaSetDevice", g.status());
   ST_CUDA_TRY("stream_wait_event", "cudaStreamWaitEvent",
               cudaStreamWaitEvent(resolve_stream(index, stream), static_cast<cudaEvent_t>(event), 0));
   return 0;
@@ -338,6 +339,7 @@ int t_event_synchronize(void*, int32_t, void* event) {
 // DLPack's kDLCUDA stream integers: 1 the legacy default stream, 2 the per-thread default, else the handle.
 int t_stream_to_dlpack(void*, int32_t index, void* stream, int64_t* value) {
   if (value == nullptr) return fail("slimtensor_cuda stream_to_dlpack(): value is NULL");
+  if (check_device("stream_to_dlpack", index)) return 1;  // ST_STREAM_CURRENT resolves per device
   const cudaStream_t s = resolve_stream(index, stream);
   if (s == nullptr)
     *value = 1;
@@ -505,7 +507,7 @@ st_device_table make_table() {
   std::memset(&t, 0, sizeof t);  // the 1.0 memory fields stay NULL (Note [Device memory handles])
   t.struct_size = sizeof(st_device_table);
   t.abi_major = ST_PLUGIN_ABI_MAJOR;
-  t.abi_minor = ST_PLUGIN_ABI_MINOR;
+  t.abi_minor = 1;  // the minor this table implements (docs/plugins.md), not whatever the header is at
   t.name = "cuda";
   t.device_type = 1;         // c10 CUDA
   t.dlpack_device_type = 2;  // kDLCUDA

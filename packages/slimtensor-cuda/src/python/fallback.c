@@ -106,7 +106,7 @@ static int fallback_init(const st_core_table* core, const st_device_table** out)
   memset(&g_table, 0, sizeof g_table);
   g_table.struct_size = sizeof(st_device_table);
   g_table.abi_major = ST_PLUGIN_ABI_MAJOR;
-  g_table.abi_minor = ST_PLUGIN_ABI_MINOR;
+  g_table.abi_minor = 1; /* the minor this table implements */
   g_table.name = "cuda";
   g_table.device_type = 1;
   g_table.dlpack_device_type = 2;
