@@ -24,7 +24,7 @@ import tempfile
 import threading
 from ctypes import POINTER, c_char_p, c_int32, c_size_t, c_uint8, c_void_p
 
-from . import _elf, _lib, _package, _runtime
+from . import _device_support, _elf, _lib, _package, _runtime
 
 _TORCH_ABI = "2.13"
 
@@ -66,13 +66,15 @@ class AOTIModel:
 
     # ---- loading --------------------------------------------------------------------------------------
     def _open(self, path, device, model_name, num_models, check_inputs):
-        if device.split(":")[0] != "cpu":
-            raise NotImplementedError(
-                f"slimtensor.aoti.load(): device={device!r}: only 'cpu' models run on "
-                "slimtensor's shims for now"
-            )
-        self.path, self.device = path, device
+        if not isinstance(device, str):
+            raise TypeError(f"slimtensor.aoti.load(): device must be a string ('cpu', 'cuda', 'cuda:1'), not {device!r}")
+        self.path = path
         self._device_type = device.split(":")[0]
+        # Note [Device support for AOTI models] (_device_support.py): CPU models bind to libslimtensor, the
+        # others to their plugin's shim library, which brings libslimtensor with it.
+        self._support = None if self._device_type == "cpu" else _device_support.device_support(self._device_type)
+        self._index = 0 if self._support is None else self._support.device_index(device)
+        self.device = device if self._support is None else f"{self._device_type}:{self._index}"
         files = _package.open_model_files(path, self._dir, model_name)
         _package.check_metadata(files, device)
         self._files = files
@@ -83,12 +85,14 @@ class AOTIModel:
         except _elf.ElfError as e:
             raise ValueError(f"slimtensor.aoti.load(): {path!r}: {e}") from e
         have = _elf.defined_symbols(libpath)
+        if self._support is not None:
+            have |= _elf.defined_symbols(self._support.shim_library)
         missing = sorted(n for n in undefined if n.startswith("aoti_torch_") and n not in have)
         if missing:
             raise AOTIError(
                 f"slimtensor.aoti.load(): {path!r} calls {len(missing)} shim function(s) slimtensor does "
                 f"not implement: {', '.join(missing)}. slimtensor implements torch {_TORCH_ABI}'s shims "
-                "for tensors and the CPU op fallbacks that 'slimtensor info --ops' lists as implemented; a "
+                "for tensors and the op fallbacks that 'slimtensor info --ops' lists as implemented; a "
                 "model from another torch version, or one using other fallback ops, needs them added."
             )
         if "AOTInductorModelContainerCreateWithDevice" not in _elf.defined_symbols(files.so_path):
@@ -96,8 +100,13 @@ class AOTIModel:
                 f"slimtensor.aoti.load(): {path!r} is a shared library but not an AOTInductor model "
                 "(no AOTInductorModelContainerCreateWithDevice)"
             )
+        if self._support is not None:
+            self._support.check_model(files.so_path, files.metadata, self._index, path)
         _runtime.ensure_sleef({n for n in undefined if n.startswith("Sleef_")}, path)
-        soname = _elf.soname(libpath) or os.path.basename(libpath)
+        if self._support is None:
+            soname = _elf.soname(libpath) or os.path.basename(libpath)
+        else:
+            soname = self._support.soname
         try:
             _elf.add_needed(files.so_path, soname)
         except _elf.ElfError as e:
@@ -117,7 +126,7 @@ class AOTIModel:
         self._bind()
         if check_inputs:
             _check_inputs_env()
-        self._create(num_models, device)
+        self._create(num_models, self.device)
 
     def _fn(self, name, res, *args):
         f = getattr(self._dll, name)
@@ -198,6 +207,8 @@ class AOTIModel:
         if self._last_error_fn(ctypes.byref(msg)) == 0 and msg.value:
             text = msg.value.decode("utf-8", "replace").strip()
         shim = _lib.last_error()
+        support = getattr(self, "_support", None)
+        plugin = support.last_error() if support is not None else ""
         names = getattr(self, "input_names", [])
 
         def name_input(m):
@@ -208,6 +219,8 @@ class AOTIModel:
         detail = text or "no message"
         if shim and shim not in detail:
             detail += f" (last slimtensor shim error: {shim})"
+        if plugin and plugin not in detail:
+            detail += f" (last {self._device_type} shim error: {plugin})"
         return AOTIError(f"{what}: {detail}")
 
     def _create(self, num_models, device):
@@ -291,7 +304,16 @@ class AOTIModel:
         if self._closed:
             raise RuntimeError("slimtensor.aoti: the model is closed; load it again")
 
-    def run_handles(self, handles: list[int]) -> list[int]:
+    def _stream(self, stream) -> int:
+        """The stream handle a run passes to the container: 0 on the CPU; on a device, ``stream`` or the
+        thread's current stream of the model's device (so no run synchronises the device)."""
+        if self._support is None:
+            if stream is not None:
+                raise ValueError("slimtensor.aoti: stream= is for device models; CPU models take no stream")
+            return 0
+        return self._support.stream_handle(self._index, stream)
+
+    def run_handles(self, handles: list[int], stream=None) -> list[int]:
         """Runs on AOTI handles (stolen, whatever happens); returns new output handles (the caller's)."""
         lib = _lib.lib()
         ins = (c_void_p * max(1, len(handles)))(*handles)
@@ -308,7 +330,9 @@ class AOTIModel:
                     f"{len(handles)}"
                 )
             # ctypes releases the GIL for the call.
-            rc = self._run_fn(self._container, ins, len(handles), outs, self.num_outputs, None, None)
+            rc = self._run_fn(
+                self._container, ins, len(handles), outs, self.num_outputs, self._stream(stream) or None, None
+            )
             if rc != 0:
                 raise self._model_error("model run failed")
             results = []
@@ -342,8 +366,12 @@ class AOTIModel:
             self._inflight -= 1
             self._cv.notify_all()
 
-    def __call__(self, *inputs):
+    def __call__(self, *inputs, stream=None):
         """Runs the model on slimtensor tensors, numpy arrays or DLPack objects; returns slimtensor tensors.
+
+        A device model runs on ``stream`` (a slimtensor_cuda.Stream, a torch or cupy stream, or a handle as an
+        int) or else on the calling thread's current stream of its device, asynchronously: the outputs are
+        ready for work queued later on that stream, and nothing waits for the device.
 
         Inputs are passed without copies when they are contiguous tensors on the model's device (else as a
         contiguous copy); any other DLPack producer comes in through slimtensor.from_dlpack. Outputs share
@@ -357,10 +385,11 @@ class AOTIModel:
                 f"({', '.join(self.input_names)}) but got {len(inputs)}"
             )
         tensors = [self._input(x, i) for i, x in enumerate(inputs)]
+        handle = self._stream(stream)
         self._enter_run()
         try:
             rc, results = _tensor_module()._aoti_run(
-                self._run_address, self._container_address, tensors, self.num_outputs, self._owner
+                self._run_address, self._container_address, tensors, self.num_outputs, self._owner, handle
             )
         finally:
             self._leave_run()
@@ -370,7 +399,7 @@ class AOTIModel:
 
     def _input(self, x, i):
         t = _to_tensor(x, i)
-        if t.device.type != self._device_type:
+        if t.device.type != self._device_type or (self._support is not None and t.device.index != self._index):
             raise ValueError(
                 f"slimtensor.aoti: input {i} ({self.input_names[i]}) is on {t.device} but the model runs on "
                 f"{self.device}; move it with .to({self.device!r})"
