@@ -209,8 +209,6 @@ def test_cudnn_attention(cuda_torch, dtype_name, layout, mode):
     ],
 )
 def test_efficient_attention_errors(cuda_torch, case, match):
-    import ctypes
-
     torch = cuda_torch
     q = torch.randn(1, 2, 8, 16, device="cuda")
     k = torch.randn(1, 2, 8, 16, device="cuda")
@@ -236,7 +234,6 @@ def test_efficient_attention_errors(cuda_torch, case, match):
     with pytest.raises(OpError, match=match) as ei:
         call("aoti_torch_cuda__scaled_dot_product_efficient_attention", args, "hhhh")
     assert "aoti_torch_cuda__scaled_dot_product_efficient_attention()" in str(ei.value)
-    del ctypes
 
 
 def test_flash_attention_refuses_float32(cuda_torch):

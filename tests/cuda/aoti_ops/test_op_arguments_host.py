@@ -5,7 +5,6 @@ run time])."""
 
 from __future__ import annotations
 
-import ctypes
 import subprocess
 import sys
 
@@ -101,7 +100,7 @@ def test_missing_libraries_name_their_pip_packages(tmp_path):
     assert lines["cudnn"].startswith("1 ") and "pip install nvidia-cudnn-cu13" in lines["cudnn"]
 
 
-def test_installed_libraries_open(request):
+def test_installed_libraries_open():
     """Where the wheels are installed (the GPU machine: torch's environment), both libraries open."""
     import importlib.metadata
 
@@ -111,4 +110,3 @@ def test_installed_libraries_open(request):
         except importlib.metadata.PackageNotFoundError:
             continue
         assert lib().slimtensor_cuda_aoti_op_library_status(name.encode()) == 0, last_error()
-    del ctypes, request

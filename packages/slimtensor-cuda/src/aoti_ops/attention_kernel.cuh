@@ -135,16 +135,23 @@ __device__ __forceinline__ void split_tf32(float x, uint32_t& big, uint32_t& sma
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(small) : "f"(rest));
 }
 
-// c += a . b in 3xTF32 for float operands given as floats.
-__device__ __forceinline__ void mma_3xtf32(float* c, const float* a, float b0f, float b1f) {
-  uint32_t ab[4], as[4], bb0, bs0, bb1, bs1;
+// The A operand split once (3xTF32), reused against several B fragments.
+struct SplitA {
+  uint32_t big[4], small[4];
+  __device__ __forceinline__ explicit SplitA(const float* a) {
 #pragma unroll
-  for (int i = 0; i < 4; ++i) split_tf32(a[i], ab[i], as[i]);
+    for (int i = 0; i < 4; ++i) split_tf32(a[i], big[i], small[i]);
+  }
+};
+
+// c += a . b in 3xTF32 (small terms first).
+__device__ __forceinline__ void mma_3xtf32(float* c, const SplitA& a, float b0f, float b1f) {
+  uint32_t bb0, bs0, bb1, bs1;
   split_tf32(b0f, bb0, bs0);
   split_tf32(b1f, bb1, bs1);
-  mma1688_tf32(c, as, bb0, bb1);
-  mma1688_tf32(c, ab, bs0, bs1);
-  mma1688_tf32(c, ab, bb0, bb1);
+  mma1688_tf32(c, a.small, bb0, bb1);
+  mma1688_tf32(c, a.big, bs0, bs1);
+  mma1688_tf32(c, a.big, bb0, bb1);
 }
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t* r, const void* p) {
@@ -205,7 +212,8 @@ __device__ __forceinline__ void qk_f32(float (&s)[8][4], const float* q_s, const
   const float* q1 = q0 + 8 * kStride;
 #pragma unroll 2
   for (int k0 = 0; k0 < DP; k0 += 8) {
-    const float a[4] = {q0[k0 + t], q1[k0 + t], q0[k0 + t + 4], q1[k0 + t + 4]};
+    const float qa[4] = {q0[k0 + t], q1[k0 + t], q0[k0 + t + 4], q1[k0 + t + 4]};
+    const SplitA a(qa);
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const float* kr = k_s + (j * 8 + g) * kStride + k0;
@@ -243,7 +251,8 @@ __device__ __forceinline__ void pv_f32(float (&o)[DP / 8][4], const float (&p)[8
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
-    const float a[4] = {p[j][0], p[j][2], p[j][1], p[j][3]};
+    const float pa[4] = {p[j][0], p[j][2], p[j][1], p[j][3]};
+    const SplitA a(pa);
     const float* v0 = v_s + (j * 8 + 2 * t) * kStride + g;
     const float* v1 = v0 + kStride;
 #pragma unroll
