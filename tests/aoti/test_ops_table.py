@@ -126,8 +126,13 @@ def test_info_ops_prints_the_counts_and_every_op():
     assert f"{len(cpu) - n_impl} refused at load" in lines[0]
     cuda = [o for o in ops if o.device == "cuda"]
     n_cuda = sum(o.state == t.IMPLEMENTED for o in cuda)
-    assert lines[1].startswith(f"CUDA op fallbacks of torch {t.torch_version()}: {len(cuda)} (generated/c_shim_cuda.h")
-    assert f"{n_cuda} implemented by slimtensor-cuda" in lines[1] and f"{len(cuda) - n_cuda} refused at load" in lines[1]
+    assert lines[1].startswith(
+        f"CUDA op fallbacks of torch {t.torch_version()}: {len(cuda)} (generated/c_shim_cuda.h"
+    )
+    assert (
+        f"{n_cuda} implemented by slimtensor-cuda" in lines[1]
+        and f"{len(cuda) - n_cuda} refused at load" in lines[1]
+    )
     assert len(lines) == 2 + len(ops)
     assert any(line.split()[:2] == ["implemented", "aoti_torch_cpu_cumsum"] for line in lines[2:])
     assert any(

@@ -29,7 +29,11 @@ def ops_header() -> str:
     import slimtensor_cuda
 
     return os.path.join(
-        os.path.dirname(os.path.abspath(slimtensor_cuda.__file__)), "include", "slimtensor", "c", "shim_cuda_ops.h"
+        os.path.dirname(os.path.abspath(slimtensor_cuda.__file__)),
+        "include",
+        "slimtensor",
+        "c",
+        "shim_cuda_ops.h",
     )
 
 
@@ -141,7 +145,7 @@ def call(name: str, make_args, out_kinds: str):
         outs = [H() if k == "h" else ctypes.c_int64() for k in out_kinds]
         rc = f(*make_args(c), *[byref(o) for o in outs])
         if rc != 0:
-            assert all(o.value in (None, 0) for o, k in zip(outs, out_kinds) if k == "h"), (
+            assert all(o.value in (None, 0) for o, k in zip(outs, out_kinds, strict=True) if k == "h"), (
                 "a failed call must not return handles"
             )
             raise OpError(last_error())

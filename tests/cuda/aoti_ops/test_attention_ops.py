@@ -56,8 +56,16 @@ def efficient(q, k, v, bias, causal, scale, want_lse=True):
     def args(c):
         sc = ctypes.c_double(scale) if scale is not None else None
         c.keep.append(sc)
-        return (c.tensor(q), c.tensor(k), c.tensor(v), c.optional(bias), int(want_lse), 0.0, int(causal),
-                ctypes.byref(sc) if sc is not None else None)
+        return (
+            c.tensor(q),
+            c.tensor(k),
+            c.tensor(v),
+            c.optional(bias),
+            int(want_lse),
+            0.0,
+            int(causal),
+            ctypes.byref(sc) if sc is not None else None,
+        )
 
     out, lse, seed, offset = call("aoti_torch_cuda__scaled_dot_product_efficient_attention", args, "hhhh")
     delete(seed)

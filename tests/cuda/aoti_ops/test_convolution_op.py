@@ -44,8 +44,19 @@ def run_conv(x, w, b, stride, padding, dilation, transposed, output_padding, gro
     (h,) = call(
         "aoti_torch_cuda_convolution",
         lambda c: (
-            c.tensor(x), c.tensor(w), c.optional(b), c.ints(stride), len(stride), c.ints(padding), len(padding),
-            c.ints(dilation), len(dilation), int(transposed), c.ints(output_padding), len(output_padding), groups,
+            c.tensor(x),
+            c.tensor(w),
+            c.optional(b),
+            c.ints(stride),
+            len(stride),
+            c.ints(padding),
+            len(padding),
+            c.ints(dilation),
+            len(dilation),
+            int(transposed),
+            c.ints(output_padding),
+            len(output_padding),
+            groups,
         ),
         "h",
     )
@@ -64,13 +75,27 @@ def test_convolution(cuda_torch, dtype_name, case, channels_last):
     gen = torch.Generator(device="cuda").manual_seed(len(case))
     x = torch.randn(*xs, generator=gen, device="cuda").to(dt)
     w = torch.randn(*ws, generator=gen, device="cuda").to(dt)
-    b = torch.randn(ws[1] * groups if transposed else ws[0], generator=gen, device="cuda").to(dt) if has_bias else None
+    b = (
+        torch.randn(ws[1] * groups if transposed else ws[0], generator=gen, device="cuda").to(dt)
+        if has_bias
+        else None
+    )
     if channels_last:
         x = x.contiguous(memory_format=torch.channels_last)
     got = run_conv(x, w, b, stride, padding, dilation, transposed, opad, groups)
     torch.cuda.synchronize()
-    ref = _torch_conv(torch, x.double(), w.double(), None if b is None else b.double(), stride, padding, dilation,
-                      transposed, opad, groups)
+    ref = _torch_conv(
+        torch,
+        x.double(),
+        w.double(),
+        None if b is None else b.double(),
+        stride,
+        padding,
+        dilation,
+        transposed,
+        opad,
+        groups,
+    )
     same = _torch_conv(torch, x, w, b, stride, padding, dilation, transposed, opad, groups)
     assert got.shape == ref.shape
     assert got.stride() == same.stride(), "the output's strides must be torch's (the AOTI code assumes them)"
@@ -131,8 +156,22 @@ def test_null_output_pointer_is_an_error(cuda_torch):
     try:
         one = c.ints((1, 1))
         zero = c.ints((0, 0))
-        rc = lib().aoti_torch_cuda_convolution(c.tensor(x), c.tensor(x), None, one, 2, zero, 2, one, 2, 0, zero, 2, 1,
-                                               ctypes.POINTER(ctypes.c_void_p)())
+        rc = lib().aoti_torch_cuda_convolution(
+            c.tensor(x),
+            c.tensor(x),
+            None,
+            one,
+            2,
+            zero,
+            2,
+            one,
+            2,
+            0,
+            zero,
+            2,
+            1,
+            ctypes.POINTER(ctypes.c_void_p)(),
+        )
     finally:
         c.close()
     assert rc != 0 and "ret0 is null" in last_error()

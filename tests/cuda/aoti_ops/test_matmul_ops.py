@@ -84,8 +84,14 @@ def test_mm_into_non_contiguous_out(cuda_torch, dtype_name, out_layout):
 @pytest.mark.parametrize("dtype_name", DTYPES)
 @pytest.mark.parametrize(
     "self_kind,beta,alpha",
-    [("vector", 1.0, 1.0), ("row", 1.0, 1.0), ("vector", 0.5, 2.0), ("matrix", 0.5, 2.0), ("column", 1.0, 1.0),
-     ("nan_ignored", 0.0, 1.5)],
+    [
+        ("vector", 1.0, 1.0),
+        ("row", 1.0, 1.0),
+        ("vector", 0.5, 2.0),
+        ("matrix", 0.5, 2.0),
+        ("column", 1.0, 1.0),
+        ("nan_ignored", 0.0, 1.5),
+    ],
 )
 def test_addmm(cuda_torch, dtype_name, self_kind, beta, alpha):
     torch = cuda_torch
@@ -108,8 +114,17 @@ def test_addmm(cuda_torch, dtype_name, self_kind, beta, alpha):
     )
     torch.cuda.synchronize()
     assert not torch.isnan(out).any()
-    _check(torch, out, a, b, dtype_name, self_=self_.expand(m, n), beta=beta, alpha=alpha,
-           same=torch.addmm(self_, a, b, beta=beta, alpha=alpha) if self_kind != "nan_ignored" else None)
+    _check(
+        torch,
+        out,
+        a,
+        b,
+        dtype_name,
+        self_=self_.expand(m, n),
+        beta=beta,
+        alpha=alpha,
+        same=torch.addmm(self_, a, b, beta=beta, alpha=alpha) if self_kind != "nan_ignored" else None,
+    )
 
 
 @pytest.mark.parametrize("dtype_name", DTYPES)
@@ -145,11 +160,21 @@ def test_baddbmm(cuda_torch, dtype_name):
     self_ = torch.randn(1, m, n, generator=gen, device="cuda").to(dt)
     out = torch.empty(bs, m, n, device="cuda", dtype=dt)
     call_out(
-        "aoti_torch_cuda_baddbmm_out", lambda c: (c.tensor(out), c.tensor(self_), c.tensor(a), c.tensor(b), 0.75, 1.25)
+        "aoti_torch_cuda_baddbmm_out",
+        lambda c: (c.tensor(out), c.tensor(self_), c.tensor(a), c.tensor(b), 0.75, 1.25),
     )
     torch.cuda.synchronize()
-    _check(torch, out, a, b, dtype_name, self_=self_.expand(bs, m, n), beta=0.75, alpha=1.25,
-           same=torch.baddbmm(self_, a, b, beta=0.75, alpha=1.25))
+    _check(
+        torch,
+        out,
+        a,
+        b,
+        dtype_name,
+        self_=self_.expand(bs, m, n),
+        beta=0.75,
+        alpha=1.25,
+        same=torch.baddbmm(self_, a, b, beta=0.75, alpha=1.25),
+    )
 
 
 def test_mm_large_square_bf16(cuda_torch):
@@ -173,7 +198,10 @@ def test_empty_k_gives_zeros_or_self(cuda_torch):
     torch.cuda.synchronize()
     assert torch.equal(out, torch.zeros(5, 4, device="cuda"))
     self_ = torch.arange(4.0, device="cuda")
-    call_out("aoti_torch_cuda_addmm_out", lambda c: (c.tensor(out), c.tensor(self_), c.tensor(a), c.tensor(b), 1.0, 1.0))
+    call_out(
+        "aoti_torch_cuda_addmm_out",
+        lambda c: (c.tensor(out), c.tensor(self_), c.tensor(a), c.tensor(b), 1.0, 1.0),
+    )
     torch.cuda.synchronize()
     assert torch.equal(out, self_.expand(5, 4))
 
@@ -216,5 +244,6 @@ def test_addmm_self_that_does_not_broadcast(cuda_torch):
     out = torch.empty(4, 6, device="cuda")
     with pytest.raises(OpError, match="does not broadcast"):
         call_out(
-            "aoti_torch_cuda_addmm_out", lambda c: (c.tensor(out), c.tensor(self_), c.tensor(a), c.tensor(b), 0.5, 1.0)
+            "aoti_torch_cuda_addmm_out",
+            lambda c: (c.tensor(out), c.tensor(self_), c.tensor(a), c.tensor(b), 0.5, 1.0),
         )

@@ -56,8 +56,9 @@ def test_attention_with_cpu_inputs_is_refused():
 
 def test_null_output_pointers_are_errors():
     L = lib()
-    rc = L.aoti_torch_cuda__scaled_dot_product_efficient_attention(None, None, None, None, 0, 0.0, 0, None, None,
-                                                                    None, None, None)
+    rc = L.aoti_torch_cuda__scaled_dot_product_efficient_attention(
+        None, None, None, None, 0, 0.0, 0, None, None, None, None, None
+    )
     assert rc != 0 and "an output pointer is null" in last_error()
     c = Call()
     try:
@@ -90,8 +91,9 @@ def test_missing_libraries_name_their_pip_packages(tmp_path):
 
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, SLIMTENSOR_CUDA_LIBRARY_DIRS=str(tmp_path))
-    r = subprocess.run([sys.executable, "-c", _PROBE.format(here=here)], capture_output=True, text=True, env=env,
-                       timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", _PROBE.format(here=here)], capture_output=True, text=True, env=env, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     lines = dict(line.split(" ", 1) for line in r.stdout.splitlines())
     assert lines["cublasLt"].startswith("1 ")

@@ -263,8 +263,8 @@ __device__ __forceinline__ void pv_f32(float (&o)[DP / 8][4], const float (&p)[8
 // ---- the kernel ----------------------------------------------------------------------------------------------
 
 template <typename T, int DP>
-__global__ void __launch_bounds__(kThreads) attention_forward(const AttentionParams p, bool vector_q, bool vector_k,
-                                                              bool vector_v) {
+__global__ void __launch_bounds__(kThreads)
+    attention_forward(const AttentionParams p, bool vector_q, bool vector_k, bool vector_v) {
   constexpr bool k16 = sizeof(T) == 2;
   constexpr int kStride = DP + Elem<T>::kPad;
   constexpr int kTile = kBlockM * kStride;
@@ -327,8 +327,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward(const AttentionPar
     if constexpr (k16) {
       qk_16bit<T, DP>(s, q_frag, k_s + buf * kTile, lane);
     } else {
-      qk_f32<DP>(s, reinterpret_cast<const float*>(q_s), reinterpret_cast<const float*>(k_s + buf * kTile), warp,
-                 lane);
+      qk_f32<DP>(s, reinterpret_cast<const float*>(q_s), reinterpret_cast<const float*>(k_s + buf * kTile), warp, lane);
     }
     // scale, bias, mask (log2 domain)
     const int n0 = it * kBlockN;
@@ -395,12 +394,12 @@ __global__ void __launch_bounds__(kThreads) attention_forward(const AttentionPar
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int col = d * 8 + 2 * t + e;
-          if (col < p.value_dim) out[row * p.o_stride[2] + col * p.o_stride[3]] = Elem<T>::from_float(o[d][2 * r + e] * inv);
+          if (col < p.value_dim)
+            out[row * p.o_stride[2] + col * p.o_stride[3]] = Elem<T>::from_float(o[d][2 * r + e] * inv);
         }
       }
       if (p.lse != nullptr && t == 0)
-        p.lse[b * p.lse_stride_b + h * p.lse_stride_h + row] =
-            l > 0.0f ? (m_row[r] + log2f(l)) * kLn2 : -INFINITY;
+        p.lse[b * p.lse_stride_b + h * p.lse_stride_h + row] = l > 0.0f ? (m_row[r] + log2f(l)) * kLn2 : -INFINITY;
     }
   }
 }
@@ -420,9 +419,8 @@ cudaError_t launch_typed(const AttentionParams& p, cudaStream_t stream) {
            (st[0] * static_cast<int64_t>(sizeof(T))) % 16 == 0;
   };
   const dim3 grid((p.seq_q + kBlockM - 1) / kBlockM, p.heads, p.batch);
-  attention_forward<T, DP><<<grid, kThreads, smem, stream>>>(p, vec(p.q, p.q_stride, p.head_dim),
-                                                              vec(p.k, p.k_stride, p.head_dim),
-                                                              vec(p.v, p.v_stride, p.value_dim));
+  attention_forward<T, DP><<<grid, kThreads, smem, stream>>>(
+      p, vec(p.q, p.q_stride, p.head_dim), vec(p.k, p.k_stride, p.head_dim), vec(p.v, p.v_stride, p.value_dim));
   return cudaGetLastError();
 }
 

@@ -16,7 +16,7 @@ struct AttentionParams {
   const void* v;
   const void* bias;  // null: none; same dtype as q
   void* out;
-  float* lse;  // null: not wanted; else [b, h, lse_stride_h * heads ...] natural-log sum of exp per row
+  float* lse;     // null: not wanted; else [b, h, lse_stride_h * heads ...] natural-log sum of exp per row
   int32_t dtype;  // c10 code: float32, bfloat16, float16
   int batch, heads, kv_heads, seq_q, seq_k, head_dim, value_dim;
   int64_t q_stride[4], k_stride[4], v_stride[4], o_stride[4], bias_stride[4];

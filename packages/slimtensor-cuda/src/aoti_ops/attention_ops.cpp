@@ -51,9 +51,10 @@ int check_inputs(const char* op, Variant variant, AtenTensorHandle q_h, AtenTens
                 shape_text(q).c_str(), shape_text(k).c_str(), shape_text(v).c_str());
   if (k.sizes[0] != q.sizes[0] || v.sizes[0] != q.sizes[0] || k.sizes[1] != v.sizes[1] || k.sizes[2] != v.sizes[2] ||
       k.sizes[3] != q.sizes[3] || k.sizes[1] == 0 || q.sizes[1] % k.sizes[1] != 0)
-    return fail("%s(): shapes do not fit: query %s, key %s, value %s (batch equal, key/value heads dividing query "
-                "heads, key and value sequence equal, query and key head_dim equal)",
-                op, shape_text(q).c_str(), shape_text(k).c_str(), shape_text(v).c_str());
+    return fail(
+        "%s(): shapes do not fit: query %s, key %s, value %s (batch equal, key/value heads dividing query "
+        "heads, key and value sequence equal, query and key head_dim equal)",
+        op, shape_text(q).c_str(), shape_text(k).c_str(), shape_text(v).c_str());
   if (q.sizes[3] > kMaxAttentionHeadDim || v.sizes[3] > kMaxAttentionHeadDim)
     return fail("%s(): head_dim %lld / value dim %lld exceeds %d, the largest this kernel takes", op,
                 (long long)q.sizes[3], (long long)v.sizes[3], kMaxAttentionHeadDim);
@@ -63,8 +64,8 @@ int check_inputs(const char* op, Variant variant, AtenTensorHandle q_h, AtenTens
   for (int i = 0; i < 4; ++i)
     if (q.sizes[i] > INT32_MAX || k.sizes[i] > INT32_MAX) return fail("%s(): a dimension exceeds 2^31-1", op);
   if (dropout_p != 0.0)
-    return fail("%s(): dropout_p = %g; slimtensor runs inference only, compile the model in eval mode (dropout 0)",
-                op, dropout_p);
+    return fail("%s(): dropout_p = %g; slimtensor runs inference only, compile the model in eval mode (dropout 0)", op,
+                dropout_p);
   if (in->has_bias) {
     const TensorInfo& b = in->bias;
     const int64_t want[4] = {q.sizes[0], q.sizes[1], q.sizes[2], k.sizes[2]};

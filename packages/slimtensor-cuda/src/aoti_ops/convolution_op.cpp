@@ -115,9 +115,9 @@ struct ConvDescs {
   }
 };
 
-#define DNN_TRY(what, call)                                                            \
-  do {                                                                                 \
-    const dnn::Status st_ = (call);                                                    \
+#define DNN_TRY(what, call)                                                             \
+  do {                                                                                  \
+    const dnn::Status st_ = (call);                                                     \
     if (st_ != 0) return fail("%s(): %s failed: %s", op, what, a->GetErrorString(st_)); \
   } while (0)
 
@@ -147,15 +147,15 @@ int convolution(AtenTensorHandle input_h, AtenTensorHandle weight_h, AtenTensorH
   if (!is_matmul_dtype(input.dtype))
     return fail("%s(): input is %s; supported dtypes are float32, bfloat16 and float16", op, dtype_name(input.dtype));
   if (weight.dtype != input.dtype || (has_bias && bias.dtype != input.dtype))
-    return fail("%s(): weight%s must share input's dtype %s", op, has_bias ? " and bias" : "",
-                dtype_name(input.dtype));
+    return fail("%s(): weight%s must share input's dtype %s", op, has_bias ? " and bias" : "", dtype_name(input.dtype));
   if (weight.device != input.device || (has_bias && bias.device != input.device))
     return fail("%s(): input, weight and bias must be on one GPU", op);
   const int64_t nsp = input.ndim - 2;
   if (nsp < 1 || nsp > 3 || weight.ndim != input.ndim)
-    return fail("%s(): expects input (N, C, spatial...) with 1-3 spatial dims and a weight of the same rank, got "
-                "input %s and weight %s",
-                op, shape_text(input).c_str(), shape_text(weight).c_str());
+    return fail(
+        "%s(): expects input (N, C, spatial...) with 1-3 spatial dims and a weight of the same rank, got "
+        "input %s and weight %s",
+        op, shape_text(input).c_str(), shape_text(weight).c_str());
   if (check_list(op, "stride", stride, stride_len, nsp, 1) || check_list(op, "padding", padding, padding_len, nsp, 0) ||
       check_list(op, "dilation", dilation, dilation_len, nsp, 1) ||
       check_list(op, "output_padding", output_padding, output_padding_len, nsp, 0))
@@ -165,14 +165,13 @@ int convolution(AtenTensorHandle input_h, AtenTensorHandle weight_h, AtenTensorH
   int64_t c_out;
   if (!transposed) {
     if (c_in != weight.sizes[1] * groups || weight.sizes[0] % groups != 0)
-      return fail("%s(): input has %lld channels but weight %s with groups=%lld expects %lld (and out channels "
-                  "divisible by groups)",
-                  op, (long long)c_in, shape_text(weight).c_str(), (long long)groups,
-                  (long long)(weight.sizes[1] * groups));
+      return fail(
+          "%s(): input has %lld channels but weight %s with groups=%lld expects %lld (and out channels "
+          "divisible by groups)",
+          op, (long long)c_in, shape_text(weight).c_str(), (long long)groups, (long long)(weight.sizes[1] * groups));
     c_out = weight.sizes[0];
     for (int64_t i = 0; i < nsp; ++i)
-      if (output_padding[i] != 0)
-        return fail("%s(): output_padding must be 0 for a non-transposed convolution", op);
+      if (output_padding[i] != 0) return fail("%s(): output_padding must be 0 for a non-transposed convolution", op);
   } else {
     if (c_in != weight.sizes[0] || weight.sizes[0] % groups != 0)
       return fail("%s(): transposed: input has %lld channels but weight %s (in, out/groups, ...) expects %lld", op,
@@ -261,8 +260,8 @@ int convolution(AtenTensorHandle input_h, AtenTensorHandle weight_h, AtenTensorH
   DNN_TRY("cudnnSetConvolutionMathType",
           a->SetConvolutionMathType(d.conv, input.dtype == kFloat32 ? dnn::kDefaultMath : dnn::kTensorOpMath));
 
-  std::string key = std::to_string(input.device) + ":" + std::to_string(type) + ":" + std::to_string(transposed) +
-                    ":" + std::to_string(groups) + ":" + std::to_string(channels_last);
+  std::string key = std::to_string(input.device) + ":" + std::to_string(type) + ":" + std::to_string(transposed) + ":" +
+                    std::to_string(groups) + ":" + std::to_string(channels_last);
   for (int i = 0; i < nd; ++i)
     key += ":" + std::to_string(xd[i]) + "," + std::to_string(yd[i]) + "," + std::to_string(wd[i]) + "," +
            std::to_string(xs[i]) + "," + std::to_string(ys[i]);
@@ -328,13 +327,10 @@ int convolution(AtenTensorHandle input_h, AtenTensorHandle weight_h, AtenTensorH
 }  // namespace
 }  // namespace slimtensor_cuda::aoti_ops
 
-extern "C" AOTITorchError aoti_torch_cuda_convolution(AtenTensorHandle input, AtenTensorHandle weight,
-                                                      AtenTensorHandle* bias, const int64_t* stride,
-                                                      int64_t stride_len_, const int64_t* padding,
-                                                      int64_t padding_len_, const int64_t* dilation,
-                                                      int64_t dilation_len_, int32_t transposed,
-                                                      const int64_t* output_padding, int64_t output_padding_len_,
-                                                      int64_t groups, AtenTensorHandle* ret0) {
+extern "C" AOTITorchError aoti_torch_cuda_convolution(
+    AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride, int64_t stride_len_,
+    const int64_t* padding, int64_t padding_len_, const int64_t* dilation, int64_t dilation_len_, int32_t transposed,
+    const int64_t* output_padding, int64_t output_padding_len_, int64_t groups, AtenTensorHandle* ret0) {
   return slimtensor_cuda::aoti_ops::guarded("aoti_torch_cuda_convolution", [&] {
     return slimtensor_cuda::aoti_ops::convolution(input, weight, bias, stride, stride_len_, padding, padding_len_,
                                                   dilation, dilation_len_, transposed, output_padding,

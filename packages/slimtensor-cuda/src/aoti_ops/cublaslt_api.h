@@ -63,13 +63,11 @@ struct Api {
   Status (*MatmulPreferenceCreate)(Preference*);
   Status (*MatmulPreferenceDestroy)(Preference);
   Status (*MatmulPreferenceSetAttribute)(Preference, int attr, const void* buf, size_t size);
-  Status (*MatmulAlgoGetHeuristic)(Handle, MatmulDesc, MatrixLayout a, MatrixLayout b, MatrixLayout c,
-                                   MatrixLayout d, Preference, int requested, HeuristicResult* results,
-                                   int* returned);
+  Status (*MatmulAlgoGetHeuristic)(Handle, MatmulDesc, MatrixLayout a, MatrixLayout b, MatrixLayout c, MatrixLayout d,
+                                   Preference, int requested, HeuristicResult* results, int* returned);
   Status (*Matmul)(Handle, MatmulDesc, const void* alpha, const void* a, MatrixLayout a_desc, const void* b,
                    MatrixLayout b_desc, const void* beta, const void* c, MatrixLayout c_desc, void* d,
-                   MatrixLayout d_desc, const Algo* algo, void* workspace, size_t workspace_size,
-                   cudaStream_t stream);
+                   MatrixLayout d_desc, const Algo* algo, void* workspace, size_t workspace_size, cudaStream_t stream);
 };
 
 // cuBLASLt, opened and resolved once; null with the plugin's last error naming `op` and nvidia-cublas.

@@ -11,9 +11,9 @@ namespace slimtensor_cuda::aoti_ops::dnn {
 namespace {
 
 const NvidiaLibrary kCudnn = {"cuDNN", "libcudnn.so.9", "nvidia-cudnn-cu13", "cudnn/lib:cu13/lib",
-                               "libcudnn_graph.so.9:libcudnn_engines_precompiled.so.9:"
-                               "libcudnn_engines_runtime_compiled.so.9:libcudnn_heuristic.so.9:libcudnn_ops.so.9:"
-                               "libcudnn_cnn.so.9"};
+                              "libcudnn_graph.so.9:libcudnn_engines_precompiled.so.9:"
+                              "libcudnn_engines_runtime_compiled.so.9:libcudnn_heuristic.so.9:libcudnn_ops.so.9:"
+                              "libcudnn_cnn.so.9"};
 
 const char* const kNames[] = {"cudnnCreate",
                               "cudnnSetStream",

@@ -54,8 +54,8 @@ struct Api {
   Status (*SetConvolutionGroupCount)(ConvDesc, int groups);
   Status (*SetConvolutionMathType)(ConvDesc, int math_type);
   Status (*DestroyConvolutionDescriptor)(ConvDesc);
-  Status (*GetConvolutionForwardAlgorithm_v7)(Handle, TensorDesc x, FilterDesc w, ConvDesc, TensorDesc y,
-                                              int requested, int* returned, AlgoPerf* results);
+  Status (*GetConvolutionForwardAlgorithm_v7)(Handle, TensorDesc x, FilterDesc w, ConvDesc, TensorDesc y, int requested,
+                                              int* returned, AlgoPerf* results);
   Status (*GetConvolutionForwardWorkspaceSize)(Handle, TensorDesc x, FilterDesc w, ConvDesc, TensorDesc y, int algo,
                                                size_t* size);
   Status (*ConvolutionForward)(Handle, const void* alpha, TensorDesc x_desc, const void* x, FilterDesc w_desc,

@@ -42,16 +42,14 @@ constexpr uint64_t kMaxWorkspace = 32ull << 20;
 // One operand of the column-major problem.
 struct LtOperand {
   const void* data;
-  int32_t op;      // lt::kOpN / kOpT
-  uint64_t rows;   // of the stored (pre-op) column-major matrix
+  int32_t op;     // lt::kOpN / kOpT
+  uint64_t rows;  // of the stored (pre-op) column-major matrix
   uint64_t cols;
   int64_t ld;
   int64_t batch_stride;
 };
 
-int cuda_type(int32_t dtype) {
-  return dtype == kFloat32 ? lt::kR32F : dtype == kBFloat16 ? lt::kR16BF : lt::kR16F;
-}
+int cuda_type(int32_t dtype) { return dtype == kFloat32 ? lt::kR32F : dtype == kBFloat16 ? lt::kR16BF : lt::kR16F; }
 
 // Largest power of two <= 256 dividing the address (cuBLASLt's alignment preference).
 uint32_t alignment_of(const void* p) {
@@ -93,11 +91,13 @@ bool col_major(const Mat& m) { return (m.rows == 1 || m.rs == 1) && (m.cols == 1
 // Note [Row-major matmul on cuBLASLt]: the column-major operand for X^T where X is a row- or column-major Mat.
 LtOperand transposed_operand(const Mat& x) {
   if (row_major(x))  // stored column-major as (cols x rows), which is X^T: opN
-    return {x.data, lt::kOpN, uint64_t(x.cols), uint64_t(x.rows), std::max<int64_t>(x.rows == 1 ? x.cols : x.rs, 1),
-            x.batch_stride};
+    return {
+        x.data,        lt::kOpN, uint64_t(x.cols), uint64_t(x.rows), std::max<int64_t>(x.rows == 1 ? x.cols : x.rs, 1),
+        x.batch_stride};
   // column-major X (rows x cols, ld cs): X^T is opT of it
-  return {x.data, lt::kOpT, uint64_t(x.rows), uint64_t(x.cols), std::max<int64_t>(x.cols == 1 ? x.rows : x.cs, 1),
-          x.batch_stride};
+  return {
+      x.data,        lt::kOpT, uint64_t(x.rows), uint64_t(x.cols), std::max<int64_t>(x.cols == 1 ? x.rows : x.cs, 1),
+      x.batch_stride};
 }
 
 using PlanKey = std::tuple<int, int32_t, int32_t, int32_t, uint64_t, uint64_t, uint64_t, int64_t, int64_t, int64_t,
@@ -119,9 +119,9 @@ struct Descriptors {
   }
 };
 
-#define LT_TRY(what, call)                                                              \
-  do {                                                                                  \
-    const lt::Status st_ = (call);                                                      \
+#define LT_TRY(what, call)                                                               \
+  do {                                                                                   \
+    const lt::Status st_ = (call);                                                       \
     if (st_ != 0) return fail("%s(): %s failed: %s", op, what, a->GetStatusString(st_)); \
   } while (0)
 
@@ -166,9 +166,8 @@ int run_gemm(const char* op, int device, int32_t dtype, const LtOperand& x, cons
   const uint32_t al_a = alignment_of(x.data), al_b = alignment_of(y.data), al_d = alignment_of(d);
   const uint32_t al_bias = bias ? alignment_of(bias) : 256;
   const uint32_t alignments = log2_of(al_a) | log2_of(al_b) << 4 | log2_of(al_d) << 8 | log2_of(al_bias) << 12;
-  const PlanKey key{device,         dtype,          x.op,           y.op,     d_rows,    d_cols,
-                    k,              x.ld,           y.ld,           ldd,      batch,     x.batch_stride,
-                    y.batch_stride, d_batch_stride, epilogue,       alignments};
+  const PlanKey key{device, dtype, x.op,  y.op,           d_rows,         d_cols,         k,        x.ld,
+                    y.ld,   ldd,   batch, x.batch_stride, y.batch_stride, d_batch_stride, epilogue, alignments};
   lt::HeuristicResult plan{};
   bool cached = false;
   {
@@ -189,7 +188,8 @@ int run_gemm(const char* op, int device, int32_t dtype, const LtOperand& x, cons
       LT_TRY("cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)",
              a->MatmulPreferenceSetAttribute(ds.pref, lt::kPrefMinAlignmentA + i, &als[i], sizeof als[i]));
     int returned = 0;
-    const lt::Status st = a->MatmulAlgoGetHeuristic(h, ds.desc, ds.la, ds.lb, ds.lc, ds.lc, ds.pref, 1, &plan, &returned);
+    const lt::Status st =
+        a->MatmulAlgoGetHeuristic(h, ds.desc, ds.la, ds.lb, ds.lc, ds.lc, ds.pref, 1, &plan, &returned);
     if (st != 0 || returned == 0)
       return fail("%s(): cuBLASLt has no algorithm for this %s matmul (m=%llu, n=%llu, k=%llu, batch %d%s): %s", op,
                   dtype_name(dtype), static_cast<unsigned long long>(d_cols), static_cast<unsigned long long>(d_rows),
@@ -211,8 +211,8 @@ int run_gemm(const char* op, int device, int32_t dtype, const LtOperand& x, cons
 }
 
 // out (M x N or B x M x N) = alpha * mat1 . mat2 + beta * out (+ bias over columns); Note [Row-major matmul].
-int matmul_into(const char* op, const TensorInfo& out_in, const TensorInfo& m1_in, const TensorInfo& m2_in,
-                float alpha, float beta, const void* bias) {
+int matmul_into(const char* op, const TensorInfo& out_in, const TensorInfo& m1_in, const TensorInfo& m2_in, float alpha,
+                float beta, const void* bias) {
   TensorInfo m1 = m1_in, m2 = m2_in;
   OwnedHandle c1, c2, tmp;
   if (!row_major(mat_of(m1)) && !col_major(mat_of(m1)) && contiguous_copy(op, m1_in, &m1, c1.out())) return 1;
@@ -237,14 +237,14 @@ int matmul_into(const char* op, const TensorInfo& out_in, const TensorInfo& m1_i
   int rc;
   if (row_major(c)) {  // C^T (N x M) = B^T . A^T
     rc = run_gemm(op, out.device, out.dtype, transposed_operand(b), transposed_operand(a), const_cast<void*>(c.data),
-                  uint64_t(c.cols), uint64_t(c.rows), std::max<int64_t>(c.rows == 1 ? c.cols : c.rs, 1),
-                  c.batch_stride, batch, alpha, beta, bias);
+                  uint64_t(c.cols), uint64_t(c.rows), std::max<int64_t>(c.rows == 1 ? c.cols : c.rs, 1), c.batch_stride,
+                  batch, alpha, beta, bias);
   } else {  // column-major C: C (M x N) = A . B, i.e. (A^T)^T . (B^T)^T
     Mat at{a.data, a.cols, a.rows, a.cs, a.rs, a.batch, a.batch_stride};
     Mat bt{b.data, b.cols, b.rows, b.cs, b.rs, b.batch, b.batch_stride};
-    rc = run_gemm(op, out.device, out.dtype, transposed_operand(at), transposed_operand(bt),
-                  const_cast<void*>(c.data), uint64_t(c.rows), uint64_t(c.cols),
-                  std::max<int64_t>(c.cols == 1 ? c.rows : c.cs, 1), c.batch_stride, batch, alpha, beta, nullptr);
+    rc = run_gemm(op, out.device, out.dtype, transposed_operand(at), transposed_operand(bt), const_cast<void*>(c.data),
+                  uint64_t(c.rows), uint64_t(c.cols), std::max<int64_t>(c.cols == 1 ? c.rows : c.cs, 1), c.batch_stride,
+                  batch, alpha, beta, nullptr);
   }
   if (rc) return 1;
   return via_tmp ? copy_into(op, out_in.handle, tmp.get()) : 0;
@@ -257,8 +257,8 @@ int check_dtypes(const char* op, const TensorInfo& out, const TensorInfo& a, con
     return fail("%s(): operands must share out's dtype %s, got %s and %s", op, dtype_name(out.dtype),
                 dtype_name(a.dtype), dtype_name(b.dtype));
   if (a.device != out.device || b.device != out.device)
-    return fail("%s(): operands are on cuda:%d and cuda:%d but out is on cuda:%d; move them to one GPU", op,
-                a.device, b.device, out.device);
+    return fail("%s(): operands are on cuda:%d and cuda:%d but out is on cuda:%d; move them to one GPU", op, a.device,
+                b.device, out.device);
   return 0;
 }
 
@@ -305,9 +305,9 @@ int matmul_op(const char* op, AtenTensorHandle out_h, AtenTensorHandle self_h, A
   if (self_h != nullptr && beta != 0.0) {
     const int64_t n = out.sizes[out.ndim - 1];
     // Note [Matmul epilogue and plans]: a contiguous bias vector over columns, beta == 1, 2-D.
-    const bool vector = !batched && ((self.ndim == 1 && self.sizes[0] == n && (n == 1 || self.strides[0] == 1)) ||
-                                     (self.ndim == 2 && self.sizes[0] == 1 && self.sizes[1] == n &&
-                                      (n == 1 || self.strides[1] == 1)));
+    const bool vector =
+        !batched && ((self.ndim == 1 && self.sizes[0] == n && (n == 1 || self.strides[0] == 1)) ||
+                     (self.ndim == 2 && self.sizes[0] == 1 && self.sizes[1] == n && (n == 1 || self.strides[1] == 1)));
     const Mat c = mat_of(out);
     if (vector && beta == 1.0 && k > 0 && row_major(c)) {
       bias = self.data;

@@ -89,9 +89,10 @@ void* open_nvidia_library(const char* op, const NvidiaLibrary& lib) {
     it = g_opened->emplace(lib.soname, o).first;
   }
   if (it->second.handle == nullptr) {
-    fail("%s(): needs %s, which is not installed: %s. Install it with 'pip install %s' (or put %s on "
-         "LD_LIBRARY_PATH / SLIMTENSOR_CUDA_LIBRARY_DIRS); models that do not call this op run without it",
-         op, lib.what, it->second.error.c_str(), lib.pip_package, lib.soname);
+    fail(
+        "%s(): needs %s, which is not installed: %s. Install it with 'pip install %s' (or put %s on "
+        "LD_LIBRARY_PATH / SLIMTENSOR_CUDA_LIBRARY_DIRS); models that do not call this op run without it",
+        op, lib.what, it->second.error.c_str(), lib.pip_package, lib.soname);
     return nullptr;
   }
   return it->second.handle;

@@ -13,7 +13,8 @@ extern "C" int32_t slimtensor_cuda_aoti_op_library_status(const char* library) {
     return ops::lt::api("cuBLASLt matmuls (aoti_torch_cuda_mm_out, addmm, bmm, baddbmm)") ? 0 : 1;
   if (library != nullptr && std::strcmp(library, "cudnn") == 0)
     return ops::dnn::api("aoti_torch_cuda_convolution") ? 0 : 1;
-  return slimtensor_cuda::fail("slimtensor_cuda_aoti_op_library_status(): unknown library %s; expected 'cublasLt' or "
-                               "'cudnn'",
-                               library ? library : "(null)");
+  return slimtensor_cuda::fail(
+      "slimtensor_cuda_aoti_op_library_status(): unknown library %s; expected 'cublasLt' or "
+      "'cudnn'",
+      library ? library : "(null)");
 }

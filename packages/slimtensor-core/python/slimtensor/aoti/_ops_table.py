@@ -205,7 +205,9 @@ def describe(verbose: bool = True) -> str:
         headers = [h for h in TORCH_HEADERS if HEADER_DEVICE[h] == device]
         per_header = ", ".join(f"{h} {sum(o.header == h for o in mine)}" for h in headers)
         by = "slimtensor" if device == "cpu" else "slimtensor-cuda"
-        absent = " (slimtensor-cuda is not installed)" if device == "cuda" and cuda_plugin_dir() is None else ""
+        absent = (
+            " (slimtensor-cuda is not installed)" if device == "cuda" and cuda_plugin_dir() is None else ""
+        )
         lines.append(
             f"{device.upper()} op fallbacks of torch {torch_version()}: {len(mine)} ({per_header}); "
             f"{done} implemented by {by}{absent}, {len(mine) - done} refused at load "

@@ -31,10 +31,9 @@ SLIMTENSOR_C_API AOTITorchError aoti_torch_cuda_baddbmm_out(AtenTensorHandle out
 
 /* cuDNN (nvidia-cudnn-cu13): 1-3 spatial dims, groups, stride, padding, dilation, transposed. */
 SLIMTENSOR_C_API AOTITorchError aoti_torch_cuda_convolution(
-    AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride,
-    int64_t stride_len_, const int64_t* padding, int64_t padding_len_, const int64_t* dilation,
-    int64_t dilation_len_, int32_t transposed, const int64_t* output_padding, int64_t output_padding_len_,
-    int64_t groups, AtenTensorHandle* ret0);
+    AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride, int64_t stride_len_,
+    const int64_t* padding, int64_t padding_len_, const int64_t* dilation, int64_t dilation_len_, int32_t transposed,
+    const int64_t* output_padding, int64_t output_padding_len_, int64_t groups, AtenTensorHandle* ret0);
 
 /* slimtensor's tiled online-softmax attention kernel (forward; no dropout). */
 SLIMTENSOR_C_API AOTITorchError aoti_torch_cuda__scaled_dot_product_efficient_attention(
