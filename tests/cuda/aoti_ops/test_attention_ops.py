@@ -113,6 +113,27 @@ def test_efficient_attention(cuda_torch, dtype_name, shape, mode, layout):
 
 
 @pytest.mark.parametrize("dtype_name", list(TOL))
+@pytest.mark.parametrize("row_tiles", ["1", "2"])
+@pytest.mark.parametrize(
+    "shape", [(2, 2, 2, 300, 257, 64, 64), (1, 3, 3, 130, 130, 40, 40), (1, 1, 1, 9, 500, 32, 32)]
+)
+def test_both_block_shapes(cuda_torch, monkeypatch, dtype_name, row_tiles, shape):
+    """64-row and 128-row blocks (SLIMTENSOR_ATTENTION_ROW_TILES forces the choice the launcher makes by size)."""
+    torch = cuda_torch
+    monkeypatch.setenv("SLIMTENSOR_ATTENTION_ROW_TILES", row_tiles)
+    b, h, hk, sq, sk, d, dv = shape
+    dt = getattr(torch, dtype_name)
+    q, k, v = make_qkv(torch, b, h, hk, sq, sk, d, dv, dt, "bshd", seed=sq + int(row_tiles))
+    bias = torch.randn(1, h, sq, sk, device="cuda").to(dt)
+    for causal in (False, True):
+        out, lse = efficient(q, k, v, bias, causal, None)
+        torch.cuda.synchronize()
+        ref, ref_lse = reference(torch, q, k, v, bias, causal, 1 / math.sqrt(d))
+        assert rel_error(out, ref) <= TOL[dtype_name]
+        assert rel_error(lse[..., :sq], ref_lse) <= LSE_TOL[dtype_name]
+
+
+@pytest.mark.parametrize("dtype_name", list(TOL))
 def test_efficient_attention_sliced_head_dim_and_scale(cuda_torch, dtype_name):
     torch = cuda_torch
     dt = getattr(torch, dtype_name)
