@@ -20,7 +20,7 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 COMPILER = REPO / "tests" / "aoti" / "compile_models.py"
-ZOO = {"gpt2": "hf_model_zoo", "llama": "hf_model_zoo"}
+ZOO = {"gpt2": "hf_model_zoo", "llama": "hf_model_zoo", "to_host": "cuda_model_zoo"}
 
 
 def model_dir() -> pathlib.Path:

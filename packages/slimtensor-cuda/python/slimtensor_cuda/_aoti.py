@@ -15,11 +15,13 @@ into the global scope, so a libtorch in the process keeps its own shims and runt
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import struct
 import threading
 from ctypes import c_char_p, c_int32, c_int64, c_void_p
+from collections.abc import Iterator
 from typing import Any
 
 SHIM_SONAME = "libslimtensor_cuda_aoti.so"
@@ -85,14 +87,25 @@ class CudaAOTISupport:
         for name in ("slimtensor_cuda_aoti_model_bytes", "slimtensor_cuda_aoti_model_blocks"):
             getattr(L, name).restype = c_int64
             getattr(L, name).argtypes = []
+        L.slimtensor_cuda_aoti_capture_begin.restype = c_int32
+        L.slimtensor_cuda_aoti_capture_begin.argtypes = [c_int32, c_void_p, ctypes.POINTER(c_void_p)]
+        L.slimtensor_cuda_aoti_capture_end.restype = c_int32
+        L.slimtensor_cuda_aoti_capture_end.argtypes = [c_void_p, c_void_p]
+        L.slimtensor_cuda_aoti_graph_replay.restype = c_int32
+        L.slimtensor_cuda_aoti_graph_replay.argtypes = [c_void_p, c_void_p]
+        L.slimtensor_cuda_aoti_graph_destroy.restype = None
+        L.slimtensor_cuda_aoti_graph_destroy.argtypes = [c_void_p]
+        self.graphs = _Graphs(self)
 
     # ---- loading ------------------------------------------------------------------------------------
     def device_index(self, device: str) -> int:
         """The index of "cuda" (the current device) or "cuda:N", checked against the visible devices."""
+        kind, _, idx = device.partition(":")
+        if kind != "cuda" or (idx and not idx.isdigit()):
+            raise ValueError(f"slimtensor.aoti.load(): device={device!r}: expected 'cuda' or 'cuda:N'")
         why = self._plugin.unavailable_reason()
         if why:
             raise RuntimeError(f"slimtensor.aoti.load(): device={device!r}: the CUDA device is unavailable: {why}")
-        _, _, idx = device.partition(":")
         index = self._plugin.current_device() if idx == "" else int(idx)
         n = self._plugin.device_count()
         if not 0 <= index < n:
@@ -144,6 +157,39 @@ class CudaAOTISupport:
             f"cudaStream_t as an int; got {type(stream).__name__}"
         )
 
+    def private_stream(self, index: int) -> Any:
+        """A stream of the plugin's pool that nothing else uses while the caller holds it (for captures)."""
+        return self._plugin.Stream(index)
+
+    @contextlib.contextmanager
+    def current_stream(self, index: int, handle: int) -> Iterator[None]:
+        """Makes the stream ``handle`` of device ``index`` current inside the block (copies go there)."""
+        C = self._plugin._C_or_raise()
+        prev_dev = C.current_device()
+        _, prev = C.current_stream(index)
+        C.set_device(index)
+        C.set_current_stream(index, handle)
+        try:
+            yield
+        finally:
+            C.set_current_stream(index, prev)
+            C.set_device(prev_dev)
+
+    def wait_stream(self, index: int, waiter: int, producer: int) -> None:
+        """Makes the work queued later on ``waiter`` wait for what is queued now on ``producer``."""
+        if waiter == producer:
+            return
+        C = self._plugin._C_or_raise()
+        e = C.event_create(index, False, False)
+        try:
+            C.event_record(index, e, producer)
+            C.stream_wait_event(index, waiter, e)
+        finally:
+            C.event_destroy(e)
+
+    def synchronize_stream(self, index: int, handle: int) -> None:
+        self._plugin._C_or_raise().stream_synchronize(index, handle)
+
     def last_error(self) -> str:
         msg = self._lib.slimtensor_cuda_aoti_last_error()
         return msg.decode("utf-8", "replace") if msg else ""
@@ -154,3 +200,29 @@ class CudaAOTISupport:
             "bytes": int(self._lib.slimtensor_cuda_aoti_model_bytes()),
             "blocks": int(self._lib.slimtensor_cuda_aoti_model_blocks()),
         }
+
+
+class _Graphs:
+    """CUDA graphs of model runs (Note [Model capture] in slimtensor/aoti/_model.py)."""
+
+    def __init__(self, support: CudaAOTISupport) -> None:
+        self._s = support
+        self._lib = support._lib
+
+    def begin(self, index: int, stream: int) -> int:
+        g = c_void_p()
+        if self._lib.slimtensor_cuda_aoti_capture_begin(index, stream, ctypes.byref(g)) != 0:
+            raise RuntimeError(self._s.last_error())
+        return g.value
+
+    def end(self, graph: int, stream: int) -> None:
+        """Ends the capture; raises (the graph is gone then) when CUDA refused what the run did."""
+        if self._lib.slimtensor_cuda_aoti_capture_end(graph, stream) != 0:
+            raise RuntimeError(self._s.last_error())
+
+    def replay(self, graph: int, stream: int) -> None:
+        if self._lib.slimtensor_cuda_aoti_graph_replay(graph, stream) != 0:
+            raise RuntimeError(self._s.last_error())
+
+    def destroy(self, graph: int) -> None:
+        self._lib.slimtensor_cuda_aoti_graph_destroy(graph)

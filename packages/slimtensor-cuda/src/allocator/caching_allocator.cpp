@@ -46,6 +46,9 @@ DeviceCachingAllocator::~DeviceCachingAllocator() {
     return b;
   };
   for (auto& [p, b] : allocated_) heads.insert(head_of(b));
+  for (auto& [id, held] : graph_pools_) {
+    for (Block* b : held) heads.insert(head_of(b));
+  }
   for (Pool* pool : {&small_pool_, &large_pool_}) {
     for (Block* b : *pool) heads.insert(head_of(b));
   }
@@ -201,6 +204,8 @@ AllocStatus DeviceCachingAllocator::allocate(size_t bytes, void* stream, void** 
   b->state = State::Allocated;
   b->requested = bytes;
   b->stream_uses.clear();
+  auto capture = capturing_.find(stream);
+  b->graph_pool = capture == capturing_.end() ? 0 : capture->second;
   allocated_.emplace(b->ptr, b);
   stats_.allocated_bytes += static_cast<int64_t>(b->size);
   stats_.requested_bytes += static_cast<int64_t>(bytes);
@@ -223,6 +228,15 @@ bool DeviceCachingAllocator::free(void* ptr, void* stream, std::string* error) {
   }
   Block* b = it->second;
   allocated_.erase(it);
+  if (b->graph_pool != 0) {  // Note [Graph pools]: held until the graph is gone
+    auto pool = graph_pools_.find(b->graph_pool);
+    if (pool != graph_pools_.end()) {
+      b->state = State::Held;
+      pool->second.push_back(b);
+      stats_.graph_pool_bytes += static_cast<int64_t>(b->size);
+      return true;
+    }
+  }
   stats_.allocated_bytes -= static_cast<int64_t>(b->size);
   stats_.requested_bytes -= static_cast<int64_t>(b->requested);
   --stats_.active_blocks;
@@ -363,6 +377,45 @@ bool DeviceCachingAllocator::empty_cache(std::string* error) {
 AllocatorStats DeviceCachingAllocator::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return stats_;
+}
+
+uint64_t DeviceCachingAllocator::begin_graph_pool(void* stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uint64_t id = next_pool_++;
+  graph_pools_[id];
+  capturing_[stream] = id;
+  ++stats_.graph_pools;
+  return id;
+}
+
+void DeviceCachingAllocator::end_graph_capture(uint64_t pool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = capturing_.begin(); it != capturing_.end();) {
+    it = it->second == pool ? capturing_.erase(it) : std::next(it);
+  }
+}
+
+void DeviceCachingAllocator::release_graph_pool(uint64_t pool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = capturing_.begin(); it != capturing_.end();) {
+    it = it->second == pool ? capturing_.erase(it) : std::next(it);
+  }
+  auto found = graph_pools_.find(pool);
+  if (found == graph_pools_.end()) return;
+  std::vector<Block*> held = std::move(found->second);
+  graph_pools_.erase(found);
+  --stats_.graph_pools;
+  for (Block* b : held) {
+    stats_.graph_pool_bytes -= static_cast<int64_t>(b->size);
+    stats_.allocated_bytes -= static_cast<int64_t>(b->size);
+    stats_.requested_bytes -= static_cast<int64_t>(b->requested);
+    --stats_.active_blocks;
+    b->graph_pool = 0;
+    free_block(b);
+  }
+  for (auto& [p, b] : allocated_) {
+    if (b->graph_pool == pool) b->graph_pool = 0;
+  }
 }
 
 int64_t DeviceCachingAllocator::allocated_bytes_on(const void* stream) const {

@@ -20,6 +20,15 @@
 // When raw_malloc reports out-of-memory, the allocator waits for pending frees, gives back every wholly
 // free segment, and retries once. If that fails too it reports out-of-memory with the size requested and
 // what is reserved and allocated, and stays usable: no state changed except the released cache.
+//
+// Note [Graph pools]
+// A CUDA graph replays the addresses it was captured with, so memory a captured run allocated must not go to
+// anyone else while the graph lives, even once the run freed it. begin_graph_pool(stream) tags every block
+// allocated for `stream` from then on with a new pool; end_graph_capture stops the tagging. A tagged block
+// that is freed while its pool lives is held, not cached: it stays counted as allocated (and in
+// graph_pool_bytes) until release_graph_pool, which caches it as any freed block (the caller has waited for
+// the graph's last replay) and untags the pool's blocks still handed out (the graph's outputs), which are then
+// freed the ordinary way. So neither the cache, empty_cache nor another stream can take a captured block.
 #pragma once
 
 #include <cstddef>
@@ -62,7 +71,33 @@ struct AllocatorStats {
   int64_t alloc_retries = 0;       // retries after freeing the cache
   int64_t failed_allocations = 0;  // requests that failed
   int64_t lost_blocks = 0;         // blocks kept out of use because an event could not be recorded
+  int64_t graph_pool_bytes = 0;    // freed blocks held for live CUDA graphs (Note [Graph pools])
+  int64_t graph_pools = 0;         // live graph pools
 };
+
+// Every field of AllocatorStats, for code that lists them all (memory_stats, the table's allocator_stats).
+#define ST_ALLOCATOR_STATS(X) \
+  X(allocated_bytes) \
+  X(requested_bytes) \
+  X(reserved_bytes) \
+  X(peak_allocated_bytes) \
+  X(peak_reserved_bytes) \
+  X(active_blocks) \
+  X(pending_free_blocks) \
+  X(cached_bytes) \
+  X(segments) \
+  X(raw_mallocs) \
+  X(raw_frees) \
+  X(cache_hits) \
+  X(cache_misses) \
+  X(splits) \
+  X(merges) \
+  X(ooms) \
+  X(alloc_retries) \
+  X(failed_allocations) \
+  X(lost_blocks) \
+  X(graph_pool_bytes) \
+  X(graph_pools)
 
 enum class AllocStatus { Ok = 0, OutOfMemory = 1, Error = 2 };
 
@@ -90,6 +125,10 @@ class DeviceCachingAllocator {
   // check which stream work was ordered on, and memory_summary). Linear in the live blocks.
   int64_t allocated_bytes_on(const void* stream) const;
   void reset_peak_stats();
+  // Note [Graph pools]. begin returns the pool's id (never 0); a stream captures into one pool at a time.
+  uint64_t begin_graph_pool(void* stream);
+  void end_graph_capture(uint64_t pool);
+  void release_graph_pool(uint64_t pool);
   // The rounded size of an allocated block, or 0 (for tests and memory_summary).
   size_t block_size(const void* ptr) const;
   int device() const { return device_; }
@@ -103,7 +142,7 @@ class DeviceCachingAllocator {
     bool operator()(const Block* a, const Block* b) const;
   };
   using Pool = std::set<Block*, BlockLess>;
-  enum class State : uint8_t { Free, Allocated, Pending };
+  enum class State : uint8_t { Free, Allocated, Pending, Held };
   struct Block {
     void* stream = nullptr;
     size_t size = 0;
@@ -114,6 +153,7 @@ class DeviceCachingAllocator {
     bool small = false;
     State state = State::Free;
     int pending_events = 0;
+    uint64_t graph_pool = 0;  // Note [Graph pools]: 0 = none
     std::vector<void*> stream_uses;  // other streams that used it (record_stream)
   };
   struct PendingEvent {
@@ -141,6 +181,9 @@ class DeviceCachingAllocator {
   std::unordered_map<const void*, Block*> allocated_;
   std::deque<PendingEvent> pending_;
   AllocatorStats stats_;
+  uint64_t next_pool_ = 1;
+  std::unordered_map<const void*, uint64_t> capturing_;          // stream -> pool being captured into
+  std::unordered_map<uint64_t, std::vector<Block*>> graph_pools_;  // live pool -> its held blocks
 };
 
 // Human-readable byte count: "1.50 GiB", "512 B".

@@ -41,3 +41,16 @@ SLIMTENSOR_CUDA_AOTI_API int32_t slimtensor_cuda_aoti_current_stream(int32_t dev
 // bytes and blocks, all devices.
 SLIMTENSOR_CUDA_AOTI_API int64_t slimtensor_cuda_aoti_model_bytes(void);
 SLIMTENSOR_CUDA_AOTI_API int64_t slimtensor_cuda_aoti_model_blocks(void);
+
+// ---- CUDA graphs of model runs (Notes [Capturing a model], [Graph pools]) -------------------------------
+// Begins capturing the work queued on `stream` (a stream of `device`, not the legacy default stream) in
+// relaxed mode, its allocations into a new graph pool; the calling thread must run the model and call
+// capture_end on the same stream.
+SLIMTENSOR_CUDA_AOTI_API int32_t slimtensor_cuda_aoti_capture_begin(int32_t device, void* stream, void** graph);
+// Ends the capture and instantiates the graph. On failure (the model did something that cannot be captured)
+// the graph is destroyed, its pool released, and the error says what CUDA refused.
+SLIMTENSOR_CUDA_AOTI_API int32_t slimtensor_cuda_aoti_capture_end(void* graph, void* stream);
+// Launches the graph on `stream` (any stream of its device).
+SLIMTENSOR_CUDA_AOTI_API int32_t slimtensor_cuda_aoti_graph_replay(void* graph, void* stream);
+// Waits for the graph's replays, destroys it and releases its pool. NULL is ignored.
+SLIMTENSOR_CUDA_AOTI_API void slimtensor_cuda_aoti_graph_destroy(void* graph);

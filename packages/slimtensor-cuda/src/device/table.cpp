@@ -478,26 +478,8 @@ int t_allocator_stats(void*, int32_t index, void (*emit)(void*, const char*, int
     return fail("slimtensor_cuda allocator_stats(): device index %d is out of range", index);
   DeviceCachingAllocator* a = existing_allocator(index);
   const AllocatorStats s = a ? a->stats() : AllocatorStats{};
-#define ST_EMIT(field) emit(user, #field, s.field)
-  ST_EMIT(allocated_bytes);
-  ST_EMIT(requested_bytes);
-  ST_EMIT(reserved_bytes);
-  ST_EMIT(peak_allocated_bytes);
-  ST_EMIT(peak_reserved_bytes);
-  ST_EMIT(active_blocks);
-  ST_EMIT(pending_free_blocks);
-  ST_EMIT(cached_bytes);
-  ST_EMIT(segments);
-  ST_EMIT(raw_mallocs);
-  ST_EMIT(raw_frees);
-  ST_EMIT(cache_hits);
-  ST_EMIT(cache_misses);
-  ST_EMIT(splits);
-  ST_EMIT(merges);
-  ST_EMIT(ooms);
-  ST_EMIT(alloc_retries);
-  ST_EMIT(failed_allocations);
-  ST_EMIT(lost_blocks);
+#define ST_EMIT(field) emit(user, #field, s.field);
+  ST_ALLOCATOR_STATS(ST_EMIT)
 #undef ST_EMIT
   return 0;
 }

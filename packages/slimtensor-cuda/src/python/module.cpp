@@ -58,26 +58,8 @@ nb::dict stats_dict(int device) {
   nb::dict d;
   DeviceCachingAllocator* a = existing_allocator(device);
   const AllocatorStats s = a ? a->stats() : AllocatorStats{};
-#define ST_PUT(field) d[#field] = s.field
-  ST_PUT(allocated_bytes);
-  ST_PUT(requested_bytes);
-  ST_PUT(reserved_bytes);
-  ST_PUT(peak_allocated_bytes);
-  ST_PUT(peak_reserved_bytes);
-  ST_PUT(active_blocks);
-  ST_PUT(pending_free_blocks);
-  ST_PUT(cached_bytes);
-  ST_PUT(segments);
-  ST_PUT(raw_mallocs);
-  ST_PUT(raw_frees);
-  ST_PUT(cache_hits);
-  ST_PUT(cache_misses);
-  ST_PUT(splits);
-  ST_PUT(merges);
-  ST_PUT(ooms);
-  ST_PUT(alloc_retries);
-  ST_PUT(failed_allocations);
-  ST_PUT(lost_blocks);
+#define ST_PUT(field) d[#field] = s.field;
+  ST_ALLOCATOR_STATS(ST_PUT)
 #undef ST_PUT
   return d;
 }

@@ -8,6 +8,16 @@ where libslimtensor (already loaded, found by soname) provides them, and only th
 a libtorch in the process (imported before or after) keeps its own shims, and a stock torch AOTI model
 still binds to libtorch. libslimtensor itself is never put in the global scope.
 
+Note [Model capture]
+``capture(*example_inputs)`` records one run into a CUDA graph (any device whose plugin offers ``graphs``,
+Note [Device support for AOTI models]): static input buffers are cloned from the examples, the model runs
+once eagerly on a private stream (loading its kernels), then once under capture on that stream; the
+plugin keeps what that run allocates in a graph pool until the graph is released (Note [Graph pools]), and
+the run's outputs become the static outputs. ``replay(*inputs)`` copies the inputs into the static buffers
+on the run's stream, launches the graph there and returns the static outputs, which the next replay
+overwrites (as with torch's CUDA graphs: clone what you keep). Capturing again or closing the model
+releases the graph. A model whose run cannot be captured is refused by CUDA; capture() says so.
+
 Note [Input handles]
 ``AOTInductorModelContainerRun`` steals the input handles it gets past its input check and nulls their
 slots. After every run, success or failure, we delete exactly the slots that are still non-NULL. Output
@@ -430,6 +440,82 @@ class AOTIModel:
                 if h:
                     _lib.lib().aoti_torch_delete_tensor_object(h)
 
+    # ---- CUDA graphs (Note [Model capture]) --------------------------------------------------------------
+    def _graphs(self):
+        graphs = getattr(self._support, "graphs", None) if self._support is not None else None
+        if graphs is None:
+            raise NotImplementedError(
+                f"slimtensor.aoti: capture() records a device graph; models on {self.device} cannot be captured"
+            )
+        return graphs
+
+    def capture(self, *example_inputs, stream=None) -> None:
+        """Records one run on ``example_inputs`` into a CUDA graph for replay() (Note [Model capture])."""
+        self._check_open()
+        graphs = self._graphs()
+        self._release_graph()
+        if len(example_inputs) != self.num_inputs:
+            raise ValueError(
+                f"slimtensor.aoti: capture() takes the model's {self.num_inputs} inputs "
+                f"({', '.join(self.input_names)}) but got {len(example_inputs)}"
+            )
+        sup, index = self._support, self._index
+        caller = self._stream(stream)
+        static = [self._input(x, i).clone() for i, x in enumerate(example_inputs)]
+        private = sup.private_stream(index)
+        s = private.cuda_stream
+        sup.wait_stream(index, s, caller)  # the static inputs are written on the caller's stream
+        self(*static, stream=s)  # warm-up: loads the kernels, allocates what a first run does
+        sup.synchronize_stream(index, s)
+        graph = graphs.begin(index, s)
+        outs = failure = None
+        try:
+            outs = self(*static, stream=s)
+        except BaseException as e:
+            failure = e
+        try:
+            graphs.end(graph, s)
+        except RuntimeError as e:
+            del outs
+            raise AOTIError(f"slimtensor.aoti: capture() of {os.path.basename(self.path)!r} failed: {e}") from (
+                failure or e
+            )
+        if failure is not None:
+            graphs.destroy(graph)
+            raise failure
+        sup.wait_stream(index, caller, s)
+        self._graph = (graph, private, static, outs)
+
+    def replay(self, *inputs, stream=None):
+        """Copies ``inputs`` into the captured run's static inputs and replays it on ``stream`` (or the current
+        stream); returns the static outputs, which the next replay overwrites."""
+        self._check_open()
+        if getattr(self, "_graph", None) is None:
+            raise RuntimeError("slimtensor.aoti: replay() needs a graph: call capture(*example_inputs) first")
+        graph, _, static, outs = self._graph
+        if len(inputs) != len(static):
+            raise ValueError(f"slimtensor.aoti: replay() takes {len(static)} inputs but got {len(inputs)}")
+        handle = self._stream(stream)
+        with self._support.current_stream(self._index, handle):
+            for i, (dst, x) in enumerate(zip(static, inputs)):
+                src = self._input(x, i)
+                if tuple(src.shape) != tuple(dst.shape) or src.dtype != dst.dtype:
+                    raise ValueError(
+                        f"slimtensor.aoti: replay() input {i} ({self.input_names[i]}) is {src.dtype.name}"
+                        f"{list(src.shape)} but the graph was captured with {dst.dtype.name}{list(dst.shape)}; "
+                        "capture() again for other shapes"
+                    )
+                if src.data_ptr() != dst.data_ptr():
+                    dst.copy_(src, non_blocking=True)
+            self._graphs().replay(graph, handle)
+        return outs
+
+    def _release_graph(self):
+        g = getattr(self, "_graph", None)
+        if g is not None:
+            self._graph = None
+            self._graphs().destroy(g[0])
+
     # ---- closing ------------------------------------------------------------------------------------
     def close(self) -> None:
         """Releases the model. Outputs that alias its constants stay valid (Note [Model owner])."""
@@ -438,6 +524,7 @@ class AOTIModel:
                 self._closed = True
                 while self._inflight:
                     self._cv.wait()
+                self._release_graph()
                 _lib.lib().slimtensor_aoti_owner_release(self._owner)
                 self._owner = None
         self._cleanup_files()

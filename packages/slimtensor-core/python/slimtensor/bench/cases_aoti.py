@@ -313,5 +313,80 @@ def _call_cases(libs: Libs, quick: bool) -> list[Case]:
     ]
 
 
+CUDA_MODELS_ENV = "SLIMTENSOR_BENCH_CUDA_AOTI_MODELS"
+CUDA_HARNESS = "slimtensor_cuda.bench_aoti"  # the CUDA plugin's: CUDA-event latency on both libraries
+
+
+def _cuda_model_cases(libs: Libs, quick: bool) -> list[Case]:
+    """CUDA models: the same .so on slimtensor and on libtorch, and slimtensor's CUDA graph of it."""
+    title = "CUDA-event latency of the same CUDA AOTInductor model .so on slimtensor and on libtorch"
+    folder = os.environ.get(CUDA_MODELS_ENV)
+    reason = None
+    if not folder or not os.path.isdir(folder):
+        reason = (
+            f"no compiled CUDA models: set {CUDA_MODELS_ENV} to a folder made by tests/aoti/compile_models.py "
+            "--device cuda (the CUDA AOTI tests compile into build/cuda-aoti-models)"
+        )
+    elif importlib.util.find_spec("slimtensor_cuda") is None:
+        reason = "the CUDA plugin (slimtensor-cuda) is not installed"
+    elif libs.torch is None:
+        reason = f"the libtorch side needs torch with CUDA ({libs.torch_reason})"
+    if reason is not None or not folder:
+        return [Case(id="aoti/cuda_model", group="aoti", title=title, params={}, metric="time", skipped=reason)]
+    names = sorted(p.stem for p in Path(folder).glob("*.pt2"))
+    cache: dict = {}
+
+    def rows() -> dict:
+        if not cache:
+            with tempfile.TemporaryDirectory() as tmp:
+                out = os.path.join(tmp, "cuda.json")
+                subprocess.run(
+                    [sys.executable, "-m", CUDA_HARNESS, folder, "--runs", "20" if quick else "50", "--json", out],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                    timeout=1800,
+                )
+                with open(out) as f:
+                    cache.update({r["model"]: r for r in json.load(f)["rows"]})
+        return cache
+
+    def side(d: dict) -> dict:
+        if "samples_us" not in d:
+            return {"skipped": d.get("skipped", f"{CUDA_HARNESS} gave no result")}
+        return summarize([x * 1e-6 for x in d["samples_us"]])
+
+    def runner(name: str, ours: str):
+        def run(settings: Settings) -> dict:
+            row = rows().get(name, {})
+            return {
+                "slimtensor": side(row.get(ours, {})),
+                "torch": side(row.get("torch", {})),
+                "numpy": {"skipped": "numpy cannot run AOTInductor models"},
+            }
+
+        return run
+
+    out = []
+    for name in names:
+        for kind, ours, what in (("cuda_model", "slim", "eager"), ("cuda_graph", "slim_graph", "CUDA graph")):
+            out.append(
+                Case(
+                    id=f"aoti/{kind}/{name}",
+                    group="aoti",
+                    title=f"{name} on CUDA: slimtensor {what} vs libtorch's AOTI run (CUDA events)",
+                    params={"model": f"{name}.pt2", "folder": folder, "harness": CUDA_HARNESS},
+                    metric="time",
+                    run=runner(name, ours),
+                )
+            )
+    return out
+
+
 def cases(libs: Libs, quick: bool) -> list[Case]:
-    return [*_shim_cases(libs, quick), *_model_cases(libs, quick), *_call_cases(libs, quick)]
+    return [
+        *_shim_cases(libs, quick),
+        *_model_cases(libs, quick),
+        *_call_cases(libs, quick),
+        *_cuda_model_cases(libs, quick),
+    ]

@@ -1,0 +1,130 @@
+// graphs.cpp: CUDA graphs of model runs (Notes [Capturing a model] in model_cudart.cpp, [Graph pools]).
+#include <cuda_runtime_api.h>
+
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "aoti/cuda_shim.h"
+#include "aoti/real_cudart.h"
+#include "device/cuda_backend.h"
+#include "device/error.h"
+#include "device/runtime.h"
+
+namespace slimtensor_cuda {
+void set_capturing(bool on, cudaStream_t stream);  // model_cudart.cpp
+}
+
+using namespace slimtensor_cuda;
+
+namespace {
+
+struct ModelGraph {
+  int device = 0;
+  uint64_t pool = 0;
+  cudaGraphExec_t exec = nullptr;
+  // One event per stream the graph was replayed on, recorded after each replay (destroy waits for them).
+  std::vector<std::pair<cudaStream_t, cudaEvent_t>> replays;
+};
+
+void release(ModelGraph* g) {
+  if (g->exec) cudaGraphExecDestroy(g->exec);
+  for (auto& [s, e] : g->replays) cudaEventDestroy(e);
+  if (g->pool) {
+    if (DeviceCachingAllocator* a = existing_allocator(g->device)) a->release_graph_pool(g->pool);
+    trace_event(g->device, "graph_pool_release", 0, nullptr);
+  }
+  delete g;
+}
+
+}  // namespace
+
+int32_t slimtensor_cuda_aoti_capture_begin(int32_t device, void* stream, void** graph) {
+  const char* fn = "slimtensor_cuda_aoti_capture_begin";
+  if (graph == nullptr) return fail("slimtensor_cuda %s(): graph is NULL", fn);
+  *graph = nullptr;
+  if (check_device(fn, device)) return 1;
+  if (stream == nullptr || stream == static_cast<void*>(cudaStreamLegacy))
+    return fail("slimtensor_cuda %s(): the legacy default stream cannot be captured; capture on a slimtensor_cuda.Stream()",
+                fn);
+  DeviceCachingAllocator* a = device_allocator(device);
+  if (a == nullptr) return 1;
+  auto* g = new (std::nothrow) ModelGraph;
+  if (g == nullptr) return fail("slimtensor_cuda %s(): out of host memory", fn);
+  g->device = device;
+  auto s = static_cast<cudaStream_t>(stream);
+  {
+    DeviceGuard guard(device);
+    g->pool = a->begin_graph_pool(stream);
+    const cudaError_t err = cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      release(g);
+      return fail_cuda(fn, "cudaStreamBeginCapture", err);
+    }
+  }
+  trace_event(device, "graph_pool", 0, stream);
+  set_capturing(true, s);
+  *graph = g;
+  return 0;
+}
+
+int32_t slimtensor_cuda_aoti_capture_end(void* graph, void* stream) {
+  const char* fn = "slimtensor_cuda_aoti_capture_end";
+  if (graph == nullptr) return fail("slimtensor_cuda %s(): graph is NULL", fn);
+  auto* g = static_cast<ModelGraph*>(graph);
+  auto s = static_cast<cudaStream_t>(stream);
+  set_capturing(false, nullptr);
+  DeviceGuard guard(g->device);
+  cudaGraph_t captured = nullptr;
+  const cudaError_t err = cudaStreamEndCapture(s, &captured);
+  if (DeviceCachingAllocator* a = existing_allocator(g->device)) a->end_graph_capture(g->pool);
+  if (err != cudaSuccess || captured == nullptr) {
+    cudaGetLastError();
+    if (captured) cudaGraphDestroy(captured);
+    release(g);
+    return fail(
+        "slimtensor_cuda %s(): the model's run cannot be captured into a CUDA graph: CUDA invalidated the capture "
+        "(%s: %s); a model that synchronises the device or the host during its run (a copy to the host, a "
+        "data-dependent shape, a CPU op) must run eagerly",
+        fn, cudaGetErrorName(err), cudaGetErrorString(err));
+  }
+  const cudaError_t inst = cudaGraphInstantiate(&g->exec, captured, 0);
+  cudaGraphDestroy(captured);
+  if (inst != cudaSuccess) {
+    cudaGetLastError();
+    g->exec = nullptr;
+    release(g);
+    return fail_cuda(fn, "cudaGraphInstantiate", inst);
+  }
+  return 0;
+}
+
+int32_t slimtensor_cuda_aoti_graph_replay(void* graph, void* stream) {
+  const char* fn = "slimtensor_cuda_aoti_graph_replay";
+  if (graph == nullptr) return fail("slimtensor_cuda %s(): graph is NULL", fn);
+  auto* g = static_cast<ModelGraph*>(graph);
+  if (g->exec == nullptr) return fail("slimtensor_cuda %s(): the graph was not captured", fn);
+  auto s = static_cast<cudaStream_t>(stream);
+  DeviceGuard guard(g->device);
+  ST_CUDA_TRY(fn, "cudaGraphLaunch", cudaGraphLaunch(g->exec, s));
+  cudaEvent_t done = nullptr;
+  for (auto& [rs, e] : g->replays) {
+    if (rs == s) done = e;
+  }
+  if (done == nullptr) {
+    ST_CUDA_TRY(fn, "cudaEventCreateWithFlags", cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    g->replays.emplace_back(s, done);
+  }
+  ST_CUDA_TRY(fn, "cudaEventRecord", real_cudart().event_record(done, s));
+  return 0;
+}
+
+void slimtensor_cuda_aoti_graph_destroy(void* graph) {
+  if (graph == nullptr) return;
+  auto* g = static_cast<ModelGraph*>(graph);
+  DeviceGuard guard(g->device);
+  for (auto& [s, e] : g->replays) cudaEventSynchronize(e);
+  release(g);
+}
