@@ -30,7 +30,9 @@ def random_host(shape, dtype: str, seed: int = 0):
 
 
 def same_bytes(got, want) -> bool:
-    return np.array_equal(got.contiguous().view(st.uint8).cpu().numpy(), want.contiguous().view(st.uint8).numpy())
+    return np.array_equal(
+        got.contiguous().view(st.uint8).cpu().numpy(), want.contiguous().view(st.uint8).numpy()
+    )
 
 
 @pytest.mark.parametrize("shape", [(3, 4, 5, 8), (4, 8, 16, 12), (9, 33, 17, 5)])
@@ -91,7 +93,7 @@ def test_permuted_offsets_past_2_to_31(stc) -> None:
     big[1 << 31 :].copy_(random_host((4096,), "uint8", seed=5).to("cuda"))
     src = big.as_strided((2, 64, 64), (1 << 31, 1, 64))  # rows 2^31 apart, each a 64x64 transpose
     got = src.contiguous().cpu().numpy()
-    rows = [big[: 4096].cpu().numpy(), big[1 << 31 :].cpu().numpy()]
+    rows = [big[:4096].cpu().numpy(), big[1 << 31 :].cpu().numpy()]
     want = np.stack([r.reshape(64, 64).T for r in rows])
     assert np.array_equal(got, want)
     # rows of odd length at an odd distance: no wider words, so a gather on the 64-bit path

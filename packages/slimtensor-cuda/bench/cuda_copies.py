@@ -29,7 +29,9 @@ REPS = 25
 # Kernel variants to compare on the permuted rows (SLIMTENSOR_CUDA_COPY_VARIANT, read by the plugin at every
 # launch): BENCH_VARIANTS=0,1,2 adds a ratio per variant; the row's own numbers are the first variant's.
 VARIANTS = os.environ.get("BENCH_VARIANTS", "0").split(",")
-ROTATE_BYTES = 3 * 60 * 2**20  # three times the H200's L2: no buffer is still cached when it comes round again
+ROTATE_BYTES = (
+    3 * 60 * 2**20
+)  # three times the H200's L2: no buffer is still cached when it comes round again
 
 
 def timed(fns, ev) -> float:
@@ -78,13 +80,18 @@ def main(out_path: str, quick: bool) -> None:
         if nbytes_one_side not in memcpy_cache:
             k = copies_needed(2 * nbytes_one_side)
             bufs = [
-                (torch.empty(nbytes_one_side, dtype=torch.uint8, device="cuda"), torch.empty(nbytes_one_side, dtype=torch.uint8, device="cuda"))
+                (
+                    torch.empty(nbytes_one_side, dtype=torch.uint8, device="cuda"),
+                    torch.empty(nbytes_one_side, dtype=torch.uint8, device="cuda"),
+                )
                 for _ in range(k)
             ]
             memcpy_cache[nbytes_one_side] = timed([lambda a=a, b=b: b.copy_(a) for a, b in bufs], torch_ev)
         return memcpy_cache[nbytes_one_side]
 
-    def row(name, nbytes_rw, st_fns, torch_fns=None, cupy_fns=None, memcpy=None, group="main", variants=False):
+    def row(
+        name, nbytes_rw, st_fns, torch_fns=None, cupy_fns=None, memcpy=None, group="main", variants=False
+    ):
         r = {"case": name, "group": group, "bytes": nbytes_rw, "rotated": len(st_fns)}
         for v in VARIANTS if variants else VARIANTS[:1]:
             os.environ["SLIMTENSOR_CUDA_COPY_VARIANT"] = v
@@ -174,29 +181,60 @@ def main(out_path: str, quick: bool) -> None:
         if perm != (0, 1, 2, 3):
             permuted(f"perm {perm} of 33x47x61x79 f32", odd4, perm, group="perm4", compare=False)
     for dtype in (st.uint8, st.bfloat16, st.float64, st.complex128):
-        permuted(f"1000x3000 transpose {dtype.name}", (1000, 3000), (1, 0), dtype, group="dtypes", compare=False)
-        permuted(f"7x513x1025 (2,0,1) {dtype.name}", (7, 513, 1025), (2, 0, 1), dtype, group="dtypes", compare=False)
-        permuted(f"4096x4096 transpose {dtype.name}", (4096, 4096), (1, 0), dtype, group="dtypes", compare=False)
+        permuted(
+            f"1000x3000 transpose {dtype.name}", (1000, 3000), (1, 0), dtype, group="dtypes", compare=False
+        )
+        permuted(
+            f"7x513x1025 (2,0,1) {dtype.name}",
+            (7, 513, 1025),
+            (2, 0, 1),
+            dtype,
+            group="dtypes",
+            compare=False,
+        )
+        permuted(
+            f"4096x4096 transpose {dtype.name}", (4096, 4096), (1, 0), dtype, group="dtypes", compare=False
+        )
     for sd, dd in ((st.float32, st.bfloat16), (st.bfloat16, st.float32), (st.float32, st.float64)):
-        permuted(f"4096x4096 transpose {sd.name}->{dd.name}", (4096, 4096), (1, 0), sd, dd, group="convert-perm")
+        permuted(
+            f"4096x4096 transpose {sd.name}->{dd.name}", (4096, 4096), (1, 0), sd, dd, group="convert-perm"
+        )
     # A slice (gather path, same fast dim on both sides) and a misaligned one.
     big = rand_st((8192, 8192), st.float32)
     out1 = st.empty(8192, 4096, dtype=st.float32, device="cuda")
-    row("slice [:, ::2] 8192x8192 f32", 8192 * 4096 * 8, [lambda: out1.copy_(big[:, ::2])], memcpy=memcpy_ms(8192 * 4096 * 4), group="gather")
+    row(
+        "slice [:, ::2] 8192x8192 f32",
+        8192 * 4096 * 8,
+        [lambda: out1.copy_(big[:, ::2])],
+        memcpy=memcpy_ms(8192 * 4096 * 4),
+        group="gather",
+    )
     out2 = st.empty(8192, 8191, dtype=st.float32, device="cuda")
-    row("slice [:, 1:] 8192x8192 f32", 8192 * 8191 * 8, [lambda: out2.copy_(big[:, 1:])], memcpy=memcpy_ms(8192 * 8191 * 4), group="gather")
+    row(
+        "slice [:, 1:] 8192x8192 f32",
+        8192 * 8191 * 8,
+        [lambda: out2.copy_(big[:, 1:])],
+        memcpy=memcpy_ms(8192 * 8191 * 4),
+        group="gather",
+    )
     out3 = st.empty(8192, 4096, dtype=st.float32, device="cuda")
-    row("slice [:, :4096] 8192x8192 f32", 8192 * 4096 * 8, [lambda: out3.copy_(big[:, :4096])], memcpy=memcpy_ms(8192 * 4096 * 4), group="gather")
+    row(
+        "slice [:, :4096] 8192x8192 f32",
+        8192 * 4096 * 8,
+        [lambda: out3.copy_(big[:, :4096])],
+        memcpy=memcpy_ms(8192 * 4096 * 4),
+        group="gather",
+    )
     del big, out1, out2, out3
 
     if not quick:
-        # Every dtype pair, dense, 32M elements.
+        # Every dtype pair, dense, 64M elements.
         names = [
             "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
             "complex32", "complex64", "complex128", "bool", "bfloat16", "uint16", "uint32", "uint64",
         ]  # fmt: skip
         dts = [getattr(st, n_) for n_ in names if hasattr(st, n_)]
-        numel = 32 << 20
+        numel = 64 << 20  # a 1-byte source alone is past the L2
         srcs = {d.name: rand_st((numel,), d) for d in dts}
         for sd in dts:
             for dd in dts:
@@ -205,7 +243,13 @@ def main(out_path: str, quick: bool) -> None:
                 b = st.empty(numel, dtype=dd, device="cuda")
                 nb = numel * (sd.itemsize + dd.itemsize)
                 a = srcs[sd.name]
-                row(f"{sd.name}->{dd.name} 32M", nb, [lambda a=a, b=b: b.copy_(a)], memcpy=memcpy_ms(nb // 2), group="pairs")
+                row(
+                    f"{sd.name}->{dd.name} 64M",
+                    nb,
+                    [lambda a=a, b=b: b.copy_(a)],
+                    memcpy=memcpy_ms(nb // 2),
+                    group="pairs",
+                )
                 del b
         del srcs
 
@@ -219,7 +263,14 @@ def main(out_path: str, quick: bool) -> None:
             ta = torch.rand(numel, device="cuda").to(tsd)
             tb = torch.empty(numel, dtype=tdd, device="cuda")
             nb = numel * (sdt.itemsize + ddt.itemsize)
-            row(f"{sdt.name}->{ddt.name} 64M", nb, [lambda a=a, b=b: b.copy_(a)], [lambda ta=ta, tb=tb: tb.copy_(ta)], None, memcpy_ms(nb // 2))
+            row(
+                f"{sdt.name}->{ddt.name} 64M",
+                nb,
+                [lambda a=a, b=b: b.copy_(a)],
+                [lambda ta=ta, tb=tb: tb.copy_(ta)],
+                None,
+                memcpy_ms(nb // 2),
+            )
             del a, b, ta, tb
 
         nbytes = 256 << 20
@@ -227,8 +278,18 @@ def main(out_path: str, quick: bool) -> None:
         d = st.empty(nbytes, dtype=st.uint8, device="cuda")
         th = torch.empty(nbytes, dtype=torch.uint8).pin_memory()
         td = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
-        row("pinned H2D 256 MiB", nbytes, [lambda: d.copy_(h, non_blocking=True)], [lambda: td.copy_(th, non_blocking=True)])
-        row("pinned D2H 256 MiB", nbytes, [lambda: h.copy_(d, non_blocking=True)], [lambda: th.copy_(td, non_blocking=True)])
+        row(
+            "pinned H2D 256 MiB",
+            nbytes,
+            [lambda: d.copy_(h, non_blocking=True)],
+            [lambda: td.copy_(th, non_blocking=True)],
+        )
+        row(
+            "pinned D2H 256 MiB",
+            nbytes,
+            [lambda: h.copy_(d, non_blocking=True)],
+            [lambda: th.copy_(td, non_blocking=True)],
+        )
         del h, d, th, td
 
         def per_call(fn, k=20000):
@@ -275,10 +336,12 @@ def print_table(rows, meta) -> None:
     for r in rows:
         groups.setdefault(r["group"], []).append(r)
     for r in groups.get("main", []):
-        f = lambda k: f"{r[k]:8.0f}" if k in r else f"{'-':>8s}"  # noqa: E731
+        f = lambda k, r=r: f"{r[k]:8.0f}" if k in r else f"{'-':>8s}"  # noqa: E731
         ratio = f"{r['ratio_vs_memcpy']:6.3f}" if "ratio_vs_memcpy" in r else f"{'-':>6s}"
         vs = " ".join(f"v{v}={r[f'ratio_v{v}']:.3f}" for v in VARIANTS[1:] if f"ratio_v{v}" in r)
-        print(f"{r['case']:44s} {r['slimtensor_GBps']:10.0f} {f('torch_GBps')} {f('cupy_GBps')} {f('memcpy_GBps')} {ratio} {vs}")
+        print(
+            f"{r['case']:44s} {r['slimtensor_GBps']:10.0f} {f('torch_GBps')} {f('cupy_GBps')} {f('memcpy_GBps')} {ratio} {vs}"
+        )
     for g in ("perm4", "dtypes", "convert-perm", "gather", "pairs"):
         rs = groups.get(g, [])
         if not rs:
@@ -295,11 +358,15 @@ def print_table(rows, meta) -> None:
                 print(f"   {r['case']:44s} {vs}")
         else:
             low = [r for r in rs if r["ratio_vs_memcpy"] < 0.7]
-            print("   below 0.70: " + ("; ".join(f"{r['case']} {r['ratio_vs_memcpy']:.2f}" for r in low) or "none"))
+            print(
+                "   below 0.70: "
+                + ("; ".join(f"{r['case']} {r['ratio_vs_memcpy']:.2f}" for r in low) or "none")
+            )
     for r in groups.get("empty", []):
+        cupy = f"{r['cupy_us']:.2f}" if "cupy_us" in r else "-"
         print(
-            "empty(1024, device='cuda') per call: slimtensor %.2f us (cpu empty %.2f), torch %.2f, cupy %s"
-            % (r["slimtensor_us"], r["slimtensor_cpu_us"], r["torch_us"], f"{r['cupy_us']:.2f}" if "cupy_us" in r else "-")
+            f"empty(1024, device='cuda') per call: slimtensor {r['slimtensor_us']:.2f} us "
+            f"(cpu empty {r['slimtensor_cpu_us']:.2f}), torch {r['torch_us']:.2f}, cupy {cupy}"
         )
 
 

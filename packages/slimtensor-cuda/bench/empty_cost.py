@@ -33,7 +33,9 @@ def main() -> None:
         "st.empty(1024) cpu": lambda: st.empty(1024),
         "st.empty(1024, device='cuda')": lambda: st.empty(1024, device="cuda"),
         "st.empty(1024, device=Device)": lambda: st.empty(1024, device=dev),
-        "st.empty(1024, dtype=float32, device='cuda')": lambda: st.empty(1024, dtype=st.float32, device="cuda"),
+        "st.empty(1024, dtype=float32, device='cuda')": lambda: st.empty(
+            1024, dtype=st.float32, device="cuda"
+        ),
         "st.Device('cuda')": lambda: st.Device("cuda"),
         "keep.shape (a bound attribute)": lambda: keep.shape,
         "stc.current_device()": lambda: stc.current_device(),

@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(kThreads) transpose_kernel(Op op, TransposePar
   using I = std::conditional_t<Small, uint32_t, int64_t>;
   constexpr int kPad = sizeof(E) >= 4 ? 1 : 4 / static_cast<int>(sizeof(E));
   constexpr int W = T + kPad;
-  constexpr int kPerRow = T / V;                  // vectors per tile row
+  constexpr int kPerRow = T / V;                    // vectors per tile row
   constexpr int kPerThread = T * T / V / kThreads;  // vectors per thread per phase
   static_assert(kPerThread >= 1 && (T * T / V) % kThreads == 0, "tile must split evenly over the threads");
   static_assert(V == 1 || std::is_same_v<Op, MoveOp<E>>, "vectorised tiles only move bytes");
@@ -204,7 +204,8 @@ unsigned grid_for(int64_t work_items) {
   return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(blocks, 1 << 16)));
 }
 unsigned blocks_of(int64_t items, int64_t per_block) {
-  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((items + per_block - 1) / per_block, 0x7FFFFFFF)));
+  return static_cast<unsigned>(
+      std::max<int64_t>(1, std::min<int64_t>((items + per_block - 1) / per_block, 0x7FFFFFFF)));
 }
 
 // ---- dispatch --------------------------------------------------------------------------------------------
@@ -279,14 +280,14 @@ cudaError_t run(const Op& op, const CopyLayout& l, char* dst, const char* src, c
       p.nbatch *= l.sizes[d];  // <= numel: no overflow
     }
     const bool vec = kMove && small && V > 1 && copy_variant() != 2 && p.src_b == 1 && p.dst_a == 1 &&
-                     p.size_a % V == 0 && p.size_b % V == 0 && p.src_a % V == 0 && p.dst_b % V == 0 &&
-                     strides_vec && aligned(src, 16) && aligned(dst, 16);
+                     p.size_a % V == 0 && p.size_b % V == 0 && p.src_a % V == 0 && p.dst_b % V == 0 && strides_vec &&
+                     aligned(src, 16) && aligned(dst, 16);
     if constexpr (kMove && V > 1) {
       if (vec) {
         constexpr int kHalf = tile_edge<kElem>() / 2;
         if (copy_variant() == 1 && kHalf * kHalf / V >= kThreads)
           launch_transpose<Op, (kHalf * kHalf / V >= kThreads ? kHalf : tile_edge<kElem>()), V, true>(op, p, dst, src,
-                                                                                                    stream);
+                                                                                                      stream);
         else
           launch_transpose<Op, tile_edge<kElem>(), V, true>(op, p, dst, src, stream);
         return cudaGetLastError();
@@ -335,7 +336,8 @@ int widen(CopyLayout* l, int elem, const char* dst, const char* src) {
   int w = 16;
   for (; w > elem; w /= 2) {
     bool ok = aligned(dst, w) && aligned(src, w) && (l->sizes[last] * elem) % w == 0;
-    for (int d = 0; ok && d < last; ++d) ok = (l->src_strides[d] * elem) % w == 0 && (l->dst_strides[d] * elem) % w == 0;
+    for (int d = 0; ok && d < last; ++d)
+      ok = (l->src_strides[d] * elem) % w == 0 && (l->dst_strides[d] * elem) % w == 0;
     if (ok) break;
   }
   if (w == elem) return elem;
@@ -472,8 +474,7 @@ cudaError_t launch_strided_copy(const CopyLayout& layout, void* dst_v, int32_t d
   const bool dense = layout.ndim == 0 || (layout.ndim == 1 && layout.dst_strides[0] == 1 && layout.src_strides[0] == 1);
   if (dst_dtype == src_dtype) {
     if (dense) {
-      return cudaMemcpyAsync(dst, src, static_cast<size_t>(layout.numel) * dst_size, cudaMemcpyDeviceToDevice,
-                             stream);
+      return cudaMemcpyAsync(dst, src, static_cast<size_t>(layout.numel) * dst_size, cudaMemcpyDeviceToDevice, stream);
     }
     CopyLayout l = layout;
     const int w = widen(&l, dst_size, dst, src);

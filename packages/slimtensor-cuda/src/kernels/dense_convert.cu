@@ -50,8 +50,10 @@ bool dense_from(int32_t d, int64_t n, char* dst, const char* src, cudaStream_t s
       return false;
     } else {
       constexpr int V = dense_vec<S, D>();
-      constexpr size_t as = sizeof(Vec<typename PairOp<S, D>::Src, V>) < 16 ? sizeof(Vec<typename PairOp<S, D>::Src, V>) : 16;
-      constexpr size_t ad = sizeof(Vec<typename PairOp<S, D>::Elem, V>) < 16 ? sizeof(Vec<typename PairOp<S, D>::Elem, V>) : 16;
+      constexpr size_t as =
+          sizeof(Vec<typename PairOp<S, D>::Src, V>) < 16 ? sizeof(Vec<typename PairOp<S, D>::Src, V>) : 16;
+      constexpr size_t ad =
+          sizeof(Vec<typename PairOp<S, D>::Elem, V>) < 16 ? sizeof(Vec<typename PairOp<S, D>::Elem, V>) : 16;
       if (!aligned(src, as) || !aligned(dst, ad)) return false;
       dense_convert_kernel<S, D><<<blocks_of(n / V + 1, kThreads), kThreads, 0, stream>>>(n, dst, src);
       *err = cudaGetLastError();
