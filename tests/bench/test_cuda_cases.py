@@ -90,7 +90,9 @@ def test_the_cuda_picture_holds_each_copy_and_the_targets():
     }
     heights = [round(p.get_height()) for p in shares.patches]  # the copies measured against cudaMemcpy
     assert heights == [102, 53, 62]  # % of cudaMemcpy's GB/s: 4003/3942, 2083/3965, 2420/3921
-    assert [p.get_facecolor()[:3] for p in shares.patches][2] != [p.get_facecolor()[:3] for p in shares.patches][0]
+    assert [p.get_facecolor()[:3] for p in shares.patches][2] != [
+        p.get_facecolor()[:3] for p in shares.patches
+    ][0]
     assert cuda_target("contiguous D2D 1 GiB f32") == 0.95 and cuda_target("pinned H2D 256 MiB") is None
     assert "empty(1024): slimtensor 1.33 µs" in fig.get_suptitle()
     with pytest.raises(ValueError, match="no CUDA copy cases"):

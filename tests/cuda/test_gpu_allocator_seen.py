@@ -52,6 +52,21 @@ def test_the_trace_shows_allocations_cache_hits_frees_and_copies(stc) -> None:
     del host
 
 
+def test_a_device_to_device_conversion_makes_no_host_transfer(stc) -> None:
+    a = st.arange(1 << 16, dtype=st.float32).to("cuda").reshape(256, 256)
+    with st.trace() as tr:
+        b = a.T.to(dtype=st.bfloat16).contiguous()
+    copies = [(e.src_device, e.device, e.src_dtype, e.dtype) for e in tr.events if e.kind == "copy"]
+    assert copies and all(src == dst == "cuda:0" for src, dst, _, _ in copies), copies
+    assert ("cuda:0", "cuda:0", "float32", "bfloat16") in copies
+    assert {e.device for e in tr.events if e.kind == "storage_alloc"} == {"cuda:0"}  # no host staging buffer
+    assert (
+        b.cpu().view(st.int16).tolist()
+        == a.cpu().T.to(dtype=st.bfloat16).contiguous().view(st.int16).tolist()
+    )
+    del a, b
+
+
 def test_a_free_waiting_for_another_stream_is_traced_as_deferred(stc) -> None:
     s1, s2 = stc.Stream(), stc.Stream()
     with stc.stream(s1):

@@ -5,9 +5,12 @@ direct one does, `with st.cuda.device(i)` restores the device, and the propertie
 from __future__ import annotations
 
 import gc
+import json
 
 import numpy as np
 import pytest
+
+from .conftest import run_python
 
 pytestmark = pytest.mark.needs_cuda
 st = pytest.importorskip("slimtensor")
@@ -125,3 +128,39 @@ def test_device_properties_agree_with_torch(stc, cuda_torch) -> None:
     assert stc.device_count() == torch.cuda.device_count()
     free, total = stc.mem_get_info()
     assert 0 < free <= total == mine.total_memory
+
+
+def test_a_process_that_imported_and_probed_can_fork_and_use_cuda_in_the_child() -> None:
+    # Importing and asking about devices creates no context (Note [Lazy CUDA]): a child forked after that
+    # can still use CUDA, which a process holding a context could not give it.
+    code = (
+        "import os, slimtensor as st, slimtensor_cuda as c\n"
+        "assert any(d.name == 'cuda' and d.available for d in st.devices())\n"
+        "assert c.device_count() >= 1 and not c._state()['context_touched']\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    ok = st.arange(4, dtype=st.float32).to('cuda').tolist()\n"
+        "    os._exit(0 if ok == [0.0, 1.0, 2.0, 3.0] else 3)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status\n"
+        "assert st.ones(2, device='cuda').tolist() == [1.0, 1.0]  # and the parent too, afterwards\n"
+        "print('forked fine')\n"
+    )
+    res = run_python(code)
+    assert res.returncode == 0 and "forked fine" in res.stdout, res.stdout + res.stderr[-2000:]
+
+
+def test_cuda_visible_devices_is_honoured() -> None:
+    probe = (
+        "import json, slimtensor as st, slimtensor_cuda as c\n"
+        "d = next(x for x in st.devices() if x.name == 'cuda')\n"
+        "print(json.dumps([d.available, d.count, d.reason, c.device_count()]))\n"
+    )
+    none = run_python(probe, env={"CUDA_VISIBLE_DEVICES": ""})
+    assert none.returncode == 0, none.stderr[-2000:]
+    available, count, reason, n = json.loads(none.stdout.strip().splitlines()[-1])
+    assert not available and count == 0 and n == 0 and reason
+    first = run_python(probe, env={"CUDA_VISIBLE_DEVICES": "0"})
+    assert first.returncode == 0, first.stderr[-2000:]
+    available, count, _, n = json.loads(first.stdout.strip().splitlines()[-1])
+    assert available and count == n == 1

@@ -109,3 +109,24 @@ def test_events_time_the_work_between_them(stc) -> None:
     with pytest.raises(ValueError, match="enable_timing"):
         stc.Event().elapsed_time(end)
     del busy
+
+
+def test_the_current_stream_is_per_thread_and_per_device(stc) -> None:
+    import threading
+
+    s = stc.Stream()
+    seen = {}
+
+    def other_thread() -> None:
+        seen["other"] = stc.current_stream()
+        with stc.stream(stc.Stream()) as mine:
+            seen["inside"] = (stc.current_stream(), mine)
+
+    with stc.stream(s):
+        t = threading.Thread(target=other_thread)
+        t.start()
+        t.join()
+        assert stc.current_stream() == s  # the other thread's stream did not leak into this one
+    assert seen["other"] == stc.default_stream()  # a new thread starts on the default stream
+    assert seen["inside"][0] == seen["inside"][1] != s
+    assert stc.current_stream() == stc.default_stream()

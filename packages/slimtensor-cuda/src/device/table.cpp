@@ -316,7 +316,8 @@ int t_event_record(void*, int32_t index, void* event, void* stream) {
   if (check_device("event_record", index)) return 1;
   DeviceGuard g(index);
   ST_CUDA_TRY("event_record", "cudaSetDevice", g.status());
-  ST_CUDA_TRY("event_record", "cudaEventRecord", cudaEventRecord(static_cast<cudaEvent_t>(event), resolve_stream(index, stream)));
+  ST_CUDA_TRY("event_record", "cudaEventRecord",
+              cudaEventRecord(static_cast<cudaEvent_t>(event), resolve_stream(index, stream)));
   return 0;
 }
 
