@@ -97,3 +97,16 @@ def test_the_cuda_picture_holds_each_copy_and_the_targets():
     assert "empty(1024): slimtensor 1.33 µs" in fig.get_suptitle()
     with pytest.raises(ValueError, match="no CUDA copy cases"):
         benchmark(bench.run(filter=["call/shape"], torch=False, progress=False), kind="cuda")
+
+
+def test_issue_10_targets_read_the_cuda_cases():
+    from slimtensor.bench import _targets
+
+    verdicts = {v.target: v for v in _targets.check(_results())}
+    contiguous = verdicts["CUDA: contiguous device-to-device >= 95% of cudaMemcpy"]
+    assert contiguous.met is True and "1 GiB 4004 GB/s = 102%" in contiguous.result
+    assert verdicts["CUDA: the four permuted copies >= 70% of cudaMemcpy"].met is None  # 3 of 4 rows absent
+    empty = verdicts[
+        "CUDA: st.empty(1024, device='cuda') from the cache <= 1 us per call and >= 2.5x faster than cupy"
+    ]
+    assert empty.met is False and "1.33 us (cupy 3.71 us, 2.79x)" in empty.result
