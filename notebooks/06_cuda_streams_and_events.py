@@ -75,10 +75,11 @@ class Recorder:
 
 if HAVE_CUDA:
     n = 4096  # 4096 x 4096 float32: 64 MiB
-    a_host = st.full((n, n), 1.0, pin_memory=True)
-    b_host = st.full((n, n), 2.0, pin_memory=True)
-    a_back = st.empty((n, n), pin_memory=True)
-    b_back = st.empty((n, n), dtype=st.bfloat16, pin_memory=True)
+    # Page-locked ("pinned") host memory of the CUDA driver: only from it do copies run asynchronously.
+    a_host = st.full((n, n), 1.0).pin_memory(device="cuda")
+    b_host = st.full((n, n), 2.0).pin_memory(device="cuda")
+    a_back = st.empty((n, n)).pin_memory(device="cuda")
+    b_back = st.empty((n, n), dtype=st.bfloat16).pin_memory(device="cuda")
     sa, sb = st.cuda.Stream(), st.cuda.Stream()
     st.cuda.synchronize()
     with st.trace() as tr:

@@ -107,13 +107,16 @@ def test_permuted_copies(shape, perm, dtype) -> None:
 
 
 def test_non_blocking_and_pinned(stc) -> None:
-    h = st.empty(1 << 20, dtype=st.float32, pin_memory=True)
+    # pin_memory=True pins through the first registered device that can (CUDA, unless a test plugin that
+    # pins, such as hostdev, registered first): pin_memory(device="cuda") names CUDA's page-locked memory.
+    assert st.empty(4, pin_memory=True).is_pinned()
+    h = st.empty(1 << 20, dtype=st.float32).pin_memory(device="cuda")
     assert h.is_pinned() and h.is_pinned("cuda")
     assert st.arange(4).pin_memory(device="cuda").is_pinned("cuda")
     h.fill_(3.0)
     d = st.empty(1 << 20, dtype=st.float32, device="cuda")
     d.copy_(h, non_blocking=True)
-    back = st.empty(1 << 20, dtype=st.float32, pin_memory=True)
+    back = st.empty(1 << 20, dtype=st.float32).pin_memory(device="cuda")
     back.copy_(d, non_blocking=True)
     stc.current_stream().synchronize()
     assert float(back[-1].item()) == 3.0

@@ -24,7 +24,7 @@ def test_one_row_per_stream_one_bar_per_span_and_the_marks():
         (1.2, 0.4),
     ]
     assert [round(b.get_y() + b.get_height() / 2) for b in bars] == [0, 1, 0]
-    labels = [t.get_text() for t in ax.texts]
+    labels = [t.get_text().strip() for t in ax.texts]
     assert labels.count("upload") == 2 and "transpose" in labels and "waits" in labels
     assert ax.get_title(loc="left") == "two streams"
 
@@ -37,3 +37,11 @@ def test_bad_spans_are_refused_clearly():
     with pytest.raises(ValueError, match=r"ends at 1.0 ms, before it starts at 2.0 ms"):
         st.viz.timeline([("s", "x", 2.0, 1.0)])
     assert st.viz.timeline([]).axes[0].texts[0].get_text() == "nothing to draw"
+
+
+def test_spans_too_short_for_their_label_are_numbered_and_named_below():
+    spans = [("A", "a long upload", 0.0, 100.0), ("B", "tiny kernel", 50.0, 50.1)]
+    fig = st.viz.timeline(spans)
+    labels = [t.get_text() for t in fig.axes[0].texts]
+    assert "a long upload" in labels and "tiny kernel" not in labels and "1" in labels
+    assert fig.get_supxlabel() == "short spans: 1: tiny kernel (B, 0.100 ms)"
