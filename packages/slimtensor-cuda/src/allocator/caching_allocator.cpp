@@ -297,6 +297,7 @@ bool DeviceCachingAllocator::free(void* ptr, void* stream, std::string* error) {
   if (stream != b->stream && std::find(b->stream_uses.begin(), b->stream_uses.end(), stream) == b->stream_uses.end()) {
     b->stream_uses.push_back(stream);
   }
+  if (observer_) observer_->on_block_freed(device_, b->size, stream, !b->stream_uses.empty());
   if (b->stream_uses.empty()) {
     free_block(b);
   } else {
