@@ -251,7 +251,9 @@ def _cuda(data: dict):
     ax.tick_params(axis="y", labelsize=TICK_PT)
     ax.set_ylabel("GB/s (read + written)", fontsize=LABEL_PT)
     ax.set_title("bandwidth of each copy (median of CUDA-event timings)", fontsize=TITLE_PT)
-    ax.legend(fontsize=LABEL_PT, ncol=len(libs))
+    tallest = max((r["gbps"] for c in copies for r in c["results"].values() if "gbps" in r), default=1.0)
+    ax.set_ylim(0, tallest * 1.2)  # room for the legend above the bars
+    ax.legend(fontsize=LABEL_PT, ncol=len(libs), loc="upper center")
     ax.grid(True, axis="y", alpha=0.3)
     ax2 = fig.add_subplot(grid[1])
     shared = [c for c in copies if "cudaMemcpy" in c["ratios"]]
