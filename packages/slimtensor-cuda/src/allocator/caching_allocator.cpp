@@ -60,6 +60,59 @@ DeviceCachingAllocator::~DeviceCachingAllocator() {
       b = next;
     }
   }
+  for (Block* b : spare_blocks_) delete b;
+}
+
+DeviceCachingAllocator::Block* DeviceCachingAllocator::new_block() {
+  if (spare_blocks_.empty()) return new Block;
+  Block* b = spare_blocks_.back();
+  spare_blocks_.pop_back();
+  return b;
+}
+
+void DeviceCachingAllocator::delete_block(Block* b) {
+  if (spare_blocks_.size() >= kSpareNodes) {
+    delete b;
+    return;
+  }
+  std::vector<void*> uses = std::move(b->stream_uses);
+  uses.clear();
+  *b = Block{};
+  b->stream_uses = std::move(uses);  // keeps its capacity
+  spare_blocks_.push_back(b);
+}
+
+void DeviceCachingAllocator::pool_insert(Pool& pool, Block* b) {
+  if (spare_pool_nodes_.empty()) {
+    pool.insert(b);
+    return;
+  }
+  Pool::node_type node = std::move(spare_pool_nodes_.back());
+  spare_pool_nodes_.pop_back();
+  node.value() = b;
+  pool.insert(std::move(node));
+}
+
+void DeviceCachingAllocator::pool_erase(Pool& pool, Pool::iterator it) {
+  Pool::node_type node = pool.extract(it);
+  if (spare_pool_nodes_.size() < kSpareNodes) spare_pool_nodes_.push_back(std::move(node));
+}
+
+void DeviceCachingAllocator::map_insert(Block* b) {
+  if (spare_map_nodes_.empty()) {
+    allocated_.emplace(b->ptr, b);
+    return;
+  }
+  BlockMap::node_type node = std::move(spare_map_nodes_.back());
+  spare_map_nodes_.pop_back();
+  node.key() = b->ptr;
+  node.mapped() = b;
+  allocated_.insert(std::move(node));
+}
+
+void DeviceCachingAllocator::map_erase(BlockMap::iterator it) {
+  BlockMap::node_type node = allocated_.extract(it);
+  if (spare_map_nodes_.size() < kSpareNodes) spare_map_nodes_.push_back(std::move(node));
 }
 
 size_t DeviceCachingAllocator::round_size(size_t bytes) {
@@ -88,7 +141,7 @@ DeviceCachingAllocator::Block* DeviceCachingAllocator::take_free_block(bool smal
   // and an oversize request does not take a block much larger than itself.
   if (rounded < config_.max_split_size && b->size >= config_.max_split_size) return nullptr;
   if (rounded >= config_.max_split_size && b->size - rounded >= config_.large_segment) return nullptr;
-  pool.erase(it);
+  pool_erase(pool, it);
   return b;
 }
 
@@ -175,7 +228,7 @@ AllocStatus DeviceCachingAllocator::allocate(size_t bytes, void* stream, void** 
       observer_->on_segment_reserved(device_, want);
       observer_->on_raw_malloc(device_, want, stream);
     }
-    b = new Block;
+    b = new_block();
     b->stream = stream;
     b->size = want;
     b->ptr = static_cast<char*>(raw);
@@ -183,7 +236,7 @@ AllocStatus DeviceCachingAllocator::allocate(size_t bytes, void* stream, void** 
   }
 
   if (should_split(b, rounded)) {
-    Block* rest = new Block;
+    Block* rest = new_block();
     rest->stream = stream;
     rest->small = b->small;
     rest->ptr = b->ptr + rounded;
@@ -194,14 +247,14 @@ AllocStatus DeviceCachingAllocator::allocate(size_t bytes, void* stream, void** 
     b->next = rest;
     b->size = rounded;
     rest->state = State::Free;
-    pool_for(rest->small).insert(rest);
+    pool_insert(pool_for(rest->small), rest);
     stats_.cached_bytes += static_cast<int64_t>(rest->size);
     ++stats_.splits;
   }
   b->state = State::Allocated;
   b->requested = bytes;
   b->stream_uses.clear();
-  allocated_.emplace(b->ptr, b);
+  map_insert(b);
   stats_.allocated_bytes += static_cast<int64_t>(b->size);
   stats_.requested_bytes += static_cast<int64_t>(bytes);
   ++stats_.active_blocks;
@@ -222,7 +275,7 @@ bool DeviceCachingAllocator::free(void* ptr, void* stream, std::string* error) {
     return false;
   }
   Block* b = it->second;
-  allocated_.erase(it);
+  map_erase(it);
   stats_.allocated_bytes -= static_cast<int64_t>(b->size);
   stats_.requested_bytes -= static_cast<int64_t>(b->requested);
   --stats_.active_blocks;
@@ -289,7 +342,8 @@ void DeviceCachingAllocator::free_block(Block* b) {
   // Merge with free neighbours of the same segment (they share the block's stream by construction).
   for (Block* n : {b->prev, b->next}) {
     if (n == nullptr || n->state != State::Free) continue;
-    pool.erase(n);
+    const auto at = pool.find(n);
+    if (at != pool.end()) pool_erase(pool, at);
     stats_.cached_bytes -= static_cast<int64_t>(n->size);
     if (n == b->prev) {
       b->ptr = n->ptr;
@@ -300,10 +354,10 @@ void DeviceCachingAllocator::free_block(Block* b) {
       if (b->next) b->next->prev = b;
     }
     b->size += n->size;
-    delete n;
+    delete_block(n);
     ++stats_.merges;
   }
-  pool.insert(b);
+  pool_insert(pool, b);
   stats_.cached_bytes += static_cast<int64_t>(b->size);
 }
 
