@@ -199,3 +199,43 @@ live = [k for k in before if k.startswith("live")]
 for k in live:
     print(f"{k:18s} before {before[k]:6d}   during {during[k]:6d}   after {after[k]:6d}")
 print("back to the baseline:", all(after[k] == before[k] for k in live))
+
+# %% [markdown]
+# ## 7. Device memory on CUDA
+#
+# On a GPU the same trace shows the device's storages in a lane of their own, beside the host's, and the
+# CUDA plugin adds its caching allocator's own events on a row at the top of that lane: a `cudaMalloc` of a
+# new segment (▲), a block handed out again from the cache (●), a block given back to the cache (▼), and a
+# `cudaFree` when `st.cuda.empty_cache()` returns whole segments (×). Copies between host and device are
+# red arrows like any other copy. Without a usable CUDA device this section says why and does nothing.
+
+# %%
+import os
+
+cuda_info = next((d for d in st.devices() if d.name == "cuda"), None)
+if cuda_info is None or not cuda_info.available:
+    why = "slimtensor-cuda is not installed" if cuda_info is None else cuda_info.reason
+    print(f"skipped: no usable CUDA device here ({why})")
+    fig = None
+else:
+    st.cuda.empty_cache()
+    with st.trace() as tr:
+        host = st.arange(1 << 16, dtype=st.float32).reshape(256, 256)
+        dev = host.to("cuda")            # a cudaMalloc (first use) and a host -> device copy
+        t = dev.T.contiguous()           # a transpose kernel into a second block of the same segment
+        del dev
+        gc.collect()                     # dev's block goes back to the cache ...
+        again = st.empty((256, 256), device="cuda")  # ... and is handed out again: a cache hit
+        back = t.cpu()                   # device -> host
+        del t, again
+        gc.collect()
+        st.cuda.empty_cache()            # whole free segments go back to CUDA
+    for e in tr.events:
+        if e.kind in ("device_event", "copy", "storage_alloc", "storage_free"):
+            print(e.describe())
+    print(tr.summary())
+    fig = st.viz.lifetimes(tr)
+    if os.environ.get("SLIMTENSOR_NOTEBOOK_FIGURES"):  # GPU runs without Jupyter save the picture
+        fig.savefig(Path(os.environ["SLIMTENSOR_NOTEBOOK_FIGURES"]) / "02_cuda_lifetimes.png", dpi=110)
+    print(st.cuda.memory_summary())
+fig

@@ -137,6 +137,42 @@ print(f"{header}:\n")
 print("".join(header.read_text().splitlines(keepends=True)[:40]))
 
 # %% [markdown]
+# ## 4. The CUDA device
+#
+# `pip install slimtensor-cuda` adds the device `cuda` (an NVIDIA GPU, through the CUDA runtime that torch
+# loads too). `st.cuda` is that plugin's module: the GPU's properties, streams and events, and its caching
+# allocator, with the names `torch.cuda` uses. Every GPU has an index (`cuda:0`, `cuda:1`, ...); an index the
+# machine does not have is a clear error, and copies between two GPUs go directly when the GPUs allow peer
+# access, else through a staging buffer on the destination. Without a usable GPU this section says why.
+
+# %%
+import os  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+cuda_info = next((d for d in st.devices() if d.name == "cuda"), None)
+if cuda_info is None or not cuda_info.available:
+    why = "slimtensor-cuda is not installed" if cuda_info is None else cuda_info.reason
+    print(f"skipped: no usable CUDA device here ({why})")
+else:
+    props = st.cuda.get_device_properties(0)
+    print(f"{st.cuda.device_count()} GPU(s); cuda:0 is {props.name}, compute capability {props.major}.{props.minor}, "
+          f"{props.total_memory / 2**30:.0f} GiB, {props.multi_processor_count} SMs")
+    g = st.arange(12, dtype=st.float32).reshape(3, 4).to("cuda")
+    view = g.T[1:]                               # a view on the GPU: same storage, new strides
+    print(view.device, view.shape, view.stride(), "storage shared:", view.storage().id == g.storage().id)
+    print("copied back:", view.contiguous().cpu().tolist())
+    with st.cuda.device(0):                      # the current device inside the block
+        print("current device:", st.cuda.current_device())
+    try:
+        g.to(f"cuda:{st.cuda.device_count()}")   # one past the last GPU
+    except (RuntimeError, ValueError) as e:
+        print(f"{type(e).__name__}: {e}")
+    fig = st.viz.layout(view)
+    if os.environ.get("SLIMTENSOR_NOTEBOOK_FIGURES"):  # GPU runs without Jupyter save the picture
+        fig.savefig(Path(os.environ["SLIMTENSOR_NOTEBOOK_FIGURES"]) / "03_cuda_layout.png", dpi=110)
+    display(fig)  # noqa: F821 - IPython's display
+
+# %% [markdown]
 # **What to remember:** the CPU is built in, every other device is a pip-installable plugin found
 # through an entry point, absent devices say why, and the layout and lifetime tools work the same on
 # all of them.

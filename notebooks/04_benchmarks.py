@@ -157,3 +157,39 @@ if path is not None:
 # %%
 if path is not None:
     print(_report.table(full))
+
+# %% [markdown]
+# ## CUDA copies on a GPU
+#
+# On a machine with an NVIDIA GPU and slimtensor-cuda, `slimtensor bench --filter cuda` adds the CUDA cases
+# (measured by the plugin's `bench/cuda_copies.py`: CUDA events around each copy, the median of 25 runs,
+# torch, cupy and `cudaMemcpy` in the same run, bytes counted read + written). The file shown here was
+# made on the GPU machine of the project (an H200) and stored as `benchmarks/results/cuda_h200.json`;
+# its `command` field is the exact command. The lower panel holds each copy against issue 10's target
+# share of `cudaMemcpy`'s bandwidth.
+
+# %%
+def stored_cuda_results() -> Path | None:
+    """benchmarks/results/cuda_h200.json, looked up from here and from the package."""
+    for start in [Path.cwd(), Path(st.__file__).resolve().parent]:
+        for folder in [start, *start.parents]:
+            candidate = folder / "benchmarks" / "results" / "cuda_h200.json"
+            if candidate.exists():
+                return candidate
+    return None
+
+
+cuda_path = stored_cuda_results()
+cuda_fig = None
+if cuda_path is None:
+    print("no stored CUDA results (benchmarks/results/cuda_h200.json); on a GPU machine run "
+          "`slimtensor bench --filter cuda --out benchmarks/results/cuda_h200.json`")
+else:
+    cuda_results = bench.load(str(cuda_path))
+    print(f"{cuda_path.name}: {cuda_results['created']}, `{cuda_results['command']}`")
+    print(f"torch {cuda_results['versions'].get('torch')}, slimtensor {cuda_results['versions'].get('slimtensor')}")
+    print(_report.cuda_table([c for c in cuda_results["cases"] if c["group"] == "cuda"]))
+    cuda_fig = benchmark(cuda_results, kind="cuda")
+    if os.environ.get("SLIMTENSOR_NOTEBOOK_FIGURES"):  # GPU runs without Jupyter save the picture
+        cuda_fig.savefig(Path(os.environ["SLIMTENSOR_NOTEBOOK_FIGURES"]) / "04_cuda_bench.png", dpi=110)
+cuda_fig

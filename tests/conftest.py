@@ -5,9 +5,13 @@
 - ``@pytest.mark.needs_mps`` tests need an available MPS device (slimtensor-metal on a Mac with Metal); they
   are skipped with the device's own reason, or, under ``SLIMTENSOR_REQUIRE_MPS=1`` (the self-hosted macOS CI
   job), fail with it. The device-parametrised core tests then include ``mps:0`` as well (``require_mps()``).
-- After each test module, the CPU memory statistics (live storages, tensors and bytes) must be back at
-  the values they had before the module ran (DESIGN.md §5: "the test suite checks that the counters
-  return to their baseline").
+- ``device`` fixture: the core's test bodies that take it run on ``cpu`` and on ``cuda`` (same assertions);
+  the cuda run is skipped with the device's own reason where no CUDA device is usable. After each test the
+  device's live storages, tensors and bytes are back where they were. ``@pytest.mark.needs_cuda`` tests
+  anywhere are skipped with the same reason.
+- After each test module, the memory statistics (live storages, tensors and bytes) of the CPU and of every
+  available device whose plugin is loaded must be back at the values they had before the module ran
+  (DESIGN.md §5: "the test suite checks that the counters return to their baseline").
 """
 
 from __future__ import annotations
@@ -53,7 +57,28 @@ def mps_unavailable_reason() -> str | None:
     return "no 'mps' device is registered (install packages/slimtensor-metal: make build-test)"
 
 
+_CUDA_REASON: list[str | None] = []
+
+
+def cuda_unavailable_reason() -> str | None:
+    """None when slimtensor has a usable "cuda" device, else why not (asked once per session; the probe
+    creates no CUDA context)."""
+    if not _CUDA_REASON:
+        import slimtensor as st
+
+        info = next((d for d in st.devices() if d.name == "cuda"), None)
+        if info is None:
+            _CUDA_REASON.append("no 'cuda' device is registered (pip install packages/slimtensor-cuda)")
+        else:
+            _CUDA_REASON.append(None if info.available else f"cuda is unavailable: {info.reason}")
+    return _CUDA_REASON[0]
+
+
 def pytest_runtest_setup(item):
+    if item.get_closest_marker("needs_cuda") is not None:
+        reason = cuda_unavailable_reason()
+        if reason is not None:
+            pytest.skip(f"needs_cuda: {reason}")
     if item.get_closest_marker("needs_mps") is None or require_mps():
         return
     reason = mps_unavailable_reason()
@@ -91,10 +116,8 @@ def torch():
 _LEAK_KEYS = ("live_storages", "live_tensors", "live_bytes")
 
 
-def _cpu_counters():
+def _collect() -> None:
     import sys
-
-    import slimtensor as st
 
     # pytest keeps the last failure's traceback (for post-mortem debugging); its frames hold tensors
     for name in ("last_type", "last_value", "last_traceback", "last_exc"):
@@ -102,24 +125,65 @@ def _cpu_counters():
             setattr(sys, name, None)
     for _ in range(3):
         gc.collect()
-    stats = st.memory_stats("cpu")
+
+
+def _live_counters(device: str) -> dict:
+    import slimtensor as st
+
+    stats = st.memory_stats(device)
     return {k: stats[k] for k in _LEAK_KEYS}
+
+
+def _all_counters() -> dict:
+    """The live counters of the CPU and of each available device registered so far (no plugin is loaded
+    here, and no device driver is called: these are the core's own counters)."""
+    from slimtensor import _C
+
+    _collect()
+    names = ["cpu"] + [d["name"] for d in _C._devices() if d["available"] and d["name"] != "cpu"]
+    return {name: _live_counters(name) for name in names}
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _no_leaks_per_module(request):
-    """Fails the module when the CPU counters do not return to their baseline once its tests are done."""
+    """Fails the module when the counters of the CPU or of a device do not return to their baseline once its
+    tests are done (devices registered during the module are compared from zero)."""
     try:
-        before = _cpu_counters()
+        before = _all_counters()
     except ImportError:  # a module that does not need slimtensor at all
         yield
         return
     yield
-    after = _cpu_counters()
-    if after != before:
-        leaked = {k: after[k] - before[k] for k in _LEAK_KEYS if after[k] != before[k]}
+    after = _all_counters()
+    zero = dict.fromkeys(_LEAK_KEYS, 0)
+    leaks = {}
+    for name, counters in after.items():
+        base = before.get(name, zero)
+        if counters != base:
+            leaks[name] = {k: counters[k] - base[k] for k in _LEAK_KEYS if counters[k] != base[k]}
+    if leaks:
         pytest.fail(
-            f"memory leak in {request.module.__name__}: CPU memory_stats changed by {leaked} "
+            f"memory leak in {request.module.__name__}: memory_stats changed by {leaks} "
             f"(before {before}, after {after}); a tensor, view or storage outlived its module",
             pytrace=False,
         )
+
+
+DEVICES = [pytest.param("cpu", id="cpu"), pytest.param("cuda", id="cuda", marks=pytest.mark.needs_cuda)]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    """ "cpu", then "cuda" (skipped with the reason where no CUDA device is usable): the device a core test
+    body runs on. The device's live counters must be back at their baseline after the test."""
+    name = request.param
+    before = _live_counters(name)
+    yield name
+    after = _live_counters(name)
+    if after != before:  # garbage not yet collected (gc is slow with torch loaded: only when needed)
+        _collect()
+        after = _live_counters(name)
+    # at most the baseline: garbage of earlier tests may be collected meanwhile
+    assert all(after[k] <= before[k] for k in _LEAK_KEYS), (
+        f"memory on {name} did not return to its baseline: {before} -> {after}"
+    )

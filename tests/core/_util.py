@@ -46,8 +46,8 @@ def st_from_np(a: np.ndarray) -> st.Tensor:
 
 
 def to_np(t: st.Tensor) -> np.ndarray:
-    """A numpy copy of a CPU tensor's values."""
-    return np.array(t.numpy(), copy=True)
+    """A numpy copy of a tensor's values (a device tensor is copied to the CPU first)."""
+    return np.array(t.cpu().numpy(), copy=True)
 
 
 def torch_strided(torch, shape, strides, offset, storage_numel, dtype="float32"):
@@ -56,8 +56,8 @@ def torch_strided(torch, shape, strides, offset, storage_numel, dtype="float32")
     return base.as_strided(shape, strides, offset)
 
 
-def st_strided(shape, strides, offset, storage_numel, dtype="float32"):
-    base = st.arange(storage_numel, dtype=getattr(st, dtype))
+def st_strided(shape, strides, offset, storage_numel, dtype="float32", device="cpu"):
+    base = st.arange(storage_numel, dtype=getattr(st, dtype), device=device)
     return base.as_strided(shape, strides, offset)
 
 

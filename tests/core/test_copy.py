@@ -315,22 +315,24 @@ OUT_OF_RANGE = [
 
 
 @pytest.mark.parametrize("src,value,dst,want", OUT_OF_RANGE)
-def test_out_of_range_float_to_int_follows_the_documented_rule(src, value, dst, want):
-    one = st.full((1,), value, dtype=getattr(st, src)).to(dtype=getattr(st, dst))
+def test_out_of_range_float_to_int_follows_the_documented_rule(src, value, dst, want, device):
+    one = st.full((1,), value, dtype=getattr(st, src), device=device).to(dtype=getattr(st, dst))
     assert one.item() == want
 
 
 @pytest.mark.parametrize("src,value,dst,want", OUT_OF_RANGE)
-def test_out_of_range_float_to_int_is_the_same_for_every_length_and_layout(src, value, dst, want):
-    long = st.full((1000,), value, dtype=getattr(st, src)).to(dtype=getattr(st, dst))
-    strided = st.full((40, 50), value, dtype=getattr(st, src)).t()[::3].to(dtype=getattr(st, dst))
+def test_out_of_range_float_to_int_is_the_same_for_every_length_and_layout(src, value, dst, want, device):
+    long = st.full((1000,), value, dtype=getattr(st, src), device=device).to(dtype=getattr(st, dst))
+    strided = (
+        st.full((40, 50), value, dtype=getattr(st, src), device=device).t()[::3].to(dtype=getattr(st, dst))
+    )
     assert set(long.tolist()) == {want}
     assert {v for row in strided.tolist() for v in row} == {want}
 
 
 @pytest.mark.parametrize("dst", [n for n in NUMPY_DTYPES if n not in ("bool",)])
 @pytest.mark.parametrize("src", ["int8", "uint8", "int16", "int32", "uint16", "float16", "float32", "bool"])
-def test_exact_conversions_match_numpy(src, dst):
+def test_exact_conversions_match_numpy(src, dst, device):
     """Conversions whose result numpy defines exactly (values representable in the destination)."""
     vals = np.arange(-20, 120, dtype=np.int64)
     if src == "bool":
@@ -340,11 +342,11 @@ def test_exact_conversions_match_numpy(src, dst):
     if NUMPY_DTYPES[dst].kind == "u":
         vals = np.abs(vals)
     a = vals.astype(NUMPY_DTYPES[src])
-    got = to_np(st.from_numpy(a).to(dtype=getattr(st, dst)))
+    got = to_np(st.from_numpy(a).to(device).to(dtype=getattr(st, dst)))
     np.testing.assert_array_equal(got, a.astype(NUMPY_DTYPES[dst]))
 
 
-def test_int64_to_float32_rounds_to_nearest_even_like_numpy():
+def test_int64_to_float32_rounds_to_nearest_even_like_numpy(device):
     vals = np.array(
         [
             2**24 + 1,
@@ -361,41 +363,43 @@ def test_int64_to_float32_rounds_to_nearest_even_like_numpy():
         ],
         dtype=np.int64,
     )
-    got = st.from_numpy(vals).to(dtype=st.float32).numpy()
+    on = st.from_numpy(vals).to(device)
+    got = to_np(on.to(dtype=st.float32))
     np.testing.assert_array_equal(got.view(np.uint32), vals.astype(np.float32).view(np.uint32))
-    np.testing.assert_array_equal(st.from_numpy(vals).to(dtype=st.float64).numpy(), vals.astype(np.float64))
+    np.testing.assert_array_equal(to_np(on.to(dtype=st.float64)), vals.astype(np.float64))
 
 
-def test_float32_to_bfloat16_matches_ml_dtypes_on_finite_values():
+def test_float32_to_bfloat16_matches_ml_dtypes_on_finite_values(device):
     rng = np.random.default_rng(0)
     a = rng.integers(0, 2**32, 100_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
     a = a[np.isfinite(a)]
-    got = st.from_numpy(a).to(dtype=st.bfloat16).numpy()
+    on = st.from_numpy(a).to(device)
+    got = to_np(on.to(dtype=st.bfloat16))
     np.testing.assert_array_equal(got.view(np.uint16), a.astype(ml_dtypes.bfloat16).view(np.uint16))
-    got16 = st.from_numpy(a).to(dtype=st.float16).numpy()
+    got16 = to_np(on.to(dtype=st.float16))
     np.testing.assert_array_equal(got16.view(np.uint16), a.astype(np.float16).view(np.uint16))
 
 
 @pytest.mark.parametrize("name", ["float16", "bfloat16"])
-def test_reduced_precision_round_trip_is_exact(name):
+def test_reduced_precision_round_trip_is_exact(name, device):
     a = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(NUMPY_DTYPES[name])
-    back = st.from_numpy(a).to(dtype=st.float32).to(dtype=getattr(st, name)).numpy()
+    back = to_np(st.from_numpy(a).to(device).to(dtype=st.float32).to(dtype=getattr(st, name)))
     finite = np.isfinite(a.astype(np.float32))
     np.testing.assert_array_equal(back.view(np.uint16)[finite], a.view(np.uint16)[finite])
     assert np.all(np.isnan(back.astype(np.float32)[~finite]) == np.isnan(a.astype(np.float32)[~finite]))
 
 
 @pytest.mark.parametrize("dt", ["float8_e4m3fn", "float8_e5m2", "float4_e2m1fn_x2"])
-def test_float8_conversion_refused_clearly(dt):
-    a = st.empty(4, dtype=getattr(st, dt))
+def test_float8_conversion_refused_clearly(dt, device):
+    a = st.empty(4, dtype=getattr(st, dt), device=device)
     a.view(st.uint8).copy_(st.arange(4, dtype=st.uint8))
     with raises_named(RuntimeError, "copy_()", "not supported"):
         a.to(dtype=st.float32)
     with raises_named(RuntimeError, "copy_()"):
-        st.zeros(4).to(dtype=getattr(st, dt))
+        st.zeros(4, device=device).to(dtype=getattr(st, dt))
 
 
-def test_float8_same_dtype_copies():
+def test_float8_same_dtype_copies(device):
     # got: RuntimeError "copy_(): conversion from float8_e4m3fn to float8_e4m3fn is not supported
     # (float8/float4
     # types can only be moved between tensors of the same dtype)"; so clone(), contiguous(), reshape-copies
@@ -408,13 +412,13 @@ def test_float8_same_dtype_copies():
         "float8_e8m0fnu",
         "float4_e2m1fn_x2",
     ]:
-        a = st.empty(2, 3, dtype=getattr(st, dt))
+        a = st.empty(2, 3, dtype=getattr(st, dt), device=device)
         a.view(st.uint8).copy_(st.arange(6, dtype=st.uint8).reshape(2, 3))
         b = a.clone()
         assert b.dtype is a.dtype and b.view(st.uint8).tolist() == [[0, 1, 2], [3, 4, 5]]
         c = a.t().contiguous()
         assert c.view(st.uint8).tolist() == [[0, 3], [1, 4], [2, 5]]
-        d = st.empty(3, 2, dtype=getattr(st, dt)).copy_(a.t())
+        d = st.empty(3, 2, dtype=getattr(st, dt), device=device).copy_(a.t())
         assert d.view(st.uint8).tolist() == [[0, 3], [1, 4], [2, 5]]
 
 
@@ -454,10 +458,10 @@ LAYOUTS = [
         if int(np.prod(a[0])) == int(np.prod(b[0])) and len(a[0]) == len(b[0]) and a[0] == b[0]
     ],
 )
-def test_copy_between_layouts_matches_numpy(dst_layout, src_layout, dtypes):
+def test_copy_between_layouts_matches_numpy(dst_layout, src_layout, dtypes, device):
     sdt, ddt = dtypes
-    src = st_strided(*src_layout, 200, sdt)
-    dst = st.zeros(200, dtype=getattr(st, ddt)).as_strided(*dst_layout)
+    src = st_strided(*src_layout, 200, sdt, device=device)
+    dst = st.zeros(200, dtype=getattr(st, ddt), device=device).as_strided(*dst_layout)
     dst.copy_(src)
     ref = to_np(src).astype(NUMPY_DTYPES[ddt])
     np.testing.assert_array_equal(to_np(dst), ref)
@@ -486,12 +490,15 @@ def test_copy_between_layouts_matches_numpy(dst_layout, src_layout, dtypes):
         ((5,), (1,)),
     ],
 )
-def test_copy_broadcasts_like_numpy(dst_shape, src_shape):
+def test_copy_broadcasts_like_numpy(dst_shape, src_shape, device):
     src_np = np.asarray(np.arange(int(np.prod(src_shape)), dtype=np.float32).reshape(src_shape) + 1)
-    dst = st.zeros(dst_shape)
-    out = dst.copy_(st.from_numpy(src_np))
+    dst = st.zeros(dst_shape, device=device)
+    out = dst.copy_(st.from_numpy(src_np))  # from the CPU
     assert out is dst
-    np.testing.assert_array_equal(dst.numpy(), np.broadcast_to(src_np, dst_shape))
+    np.testing.assert_array_equal(to_np(dst), np.broadcast_to(src_np, dst_shape))
+    again = st.zeros(dst_shape, device=device)
+    again.copy_(st.from_numpy(src_np).to(device))  # within the device
+    np.testing.assert_array_equal(to_np(again), np.broadcast_to(src_np, dst_shape))
 
 
 @pytest.mark.needs_torch
@@ -505,18 +512,18 @@ def test_copy_shapes_that_do_not_broadcast(torch, dst_shape, src_shape):
         st.zeros(dst_shape).copy_(st.zeros(src_shape))
 
 
-def test_copy_into_self_overlapping_destination():
+def test_copy_into_self_overlapping_destination(device):
     with raises_named(RuntimeError, "copy_()", "single memory location"):
-        st.zeros(1, 3).expand(4, 3).copy_(st.ones(4, 3))
+        st.zeros(1, 3, device=device).expand(4, 3).copy_(st.ones(4, 3, device=device))
     with raises_named(RuntimeError, "copy_()"):
-        st.zeros(10).as_strided((3, 3), (1, 1)).copy_(st.ones(3, 3))
+        st.zeros(10, device=device).as_strided((3, 3), (1, 1)).copy_(st.ones(3, 3))
     # a size-0 or size-1 dim with stride 0 does not overlap
-    st.zeros(3).as_strided((3, 1), (1, 0)).copy_(st.ones(3, 1))
-    st.zeros(3).as_strided((0, 3), (0, 1)).copy_(st.ones(0, 3))
+    st.zeros(3, device=device).as_strided((3, 1), (1, 0)).copy_(st.ones(3, 1, device=device))
+    st.zeros(3, device=device).as_strided((0, 3), (0, 1)).copy_(st.ones(0, 3))
 
 
-def test_copy_partial_overlap_refused():
-    a = st.arange(10, dtype=st.float32)
+def test_copy_partial_overlap_refused(device):
+    a = st.arange(10, dtype=st.float32, device=device)
     with raises_named(RuntimeError, "copy_()", "overlap"):
         a[1:].copy_(a[:-1])
     with raises_named(RuntimeError, "copy_()", "overlap"):
@@ -524,35 +531,35 @@ def test_copy_partial_overlap_refused():
     assert a.tolist() == list(range(10))
 
 
-def test_copy_interleaved_views_of_one_storage():
-    a = st.arange(10, dtype=st.float32)
+def test_copy_interleaved_views_of_one_storage(device):
+    a = st.arange(10, dtype=st.float32, device=device)
     a[::2].copy_(a[1::2])
     assert a.tolist() == [1, 1, 3, 3, 5, 5, 7, 7, 9, 9]
-    b = st.arange(12, dtype=st.float32).reshape(3, 4)
+    b = st.arange(12, dtype=st.float32, device=device).reshape(3, 4)
     b.t()[:2].copy_(b.t()[2:])  # disjoint columns of one storage
     ref = np.arange(12, dtype=np.float32).reshape(3, 4)
     ref.T[:2] = ref.T[2:].copy()
-    np.testing.assert_array_equal(b.numpy(), ref)
+    np.testing.assert_array_equal(to_np(b), ref)
 
 
-def test_copy_onto_itself_is_a_no_op():
-    a = st.arange(5, dtype=st.float32)
+def test_copy_onto_itself_is_a_no_op(device):
+    a = st.arange(5, dtype=st.float32, device=device)
     a.copy_(a)
     a.copy_(a[:])
     assert a.tolist() == [0, 1, 2, 3, 4]
 
 
-def test_copy_transposed_onto_itself_overlaps_exactly():
+def test_copy_transposed_onto_itself_overlaps_exactly(device):
     # same memory, different order: torch gives the transpose computed from a temporary-free read; we
     # only require a clear refusal or the numpy result.
-    a = st.arange(9, dtype=st.float32).reshape(3, 3)
+    a = st.arange(9, dtype=st.float32, device=device).reshape(3, 3)
     ref = np.arange(9, dtype=np.float32).reshape(3, 3).T.copy()
     try:
         a.copy_(a.t())
     except RuntimeError as exc:
         assert "copy_()" in str(exc)
         return
-    np.testing.assert_array_equal(a.numpy(), ref)
+    np.testing.assert_array_equal(to_np(a), ref)
 
 
 @pytest.mark.needs_torch
@@ -654,18 +661,18 @@ def test_fill_out_of_range_refused_like_torch(torch):
         assert got.tolist() == want.tolist()
 
 
-def test_fill_strided_view_only_touches_the_view():
-    a = st.zeros(4, 5)
+def test_fill_strided_view_only_touches_the_view(device):
+    a = st.zeros(4, 5, device=device)
     a[1:, ::2].fill_(3.0)
     a.t()[4].zero_()
     ref = np.zeros((4, 5), np.float32)
     ref[1:, ::2] = 3
     ref.T[4] = 0
-    np.testing.assert_array_equal(a.numpy(), ref)
+    np.testing.assert_array_equal(to_np(a), ref)
 
 
-def test_fill_returns_self_and_rejects_non_numbers():
-    a = st.zeros(3)
+def test_fill_returns_self_and_rejects_non_numbers(device):
+    a = st.zeros(3, device=device)
     assert a.fill_(1) is a and a.zero_() is a
     with raises_named(TypeError, "fill_()"):
         a.fill_("x")
@@ -673,9 +680,9 @@ def test_fill_returns_self_and_rejects_non_numbers():
         a.fill_(None)
 
 
-def test_fill_expanded_is_refused():
+def test_fill_expanded_is_refused(device):
     with pytest.raises(RuntimeError):
-        st.zeros(1, 3).expand(2, 3).fill_(1.0)
+        st.zeros(1, 3, device=device).expand(2, 3).fill_(1.0)
 
 
 @pytest.mark.needs_torch
@@ -692,20 +699,20 @@ def test_item_matches_torch(torch, dt):
             assert got == want, (dt, i, got, want)
 
 
-def test_item_uint64_above_int64():
+def test_item_uint64_above_int64(device):
     a = np.array([2**64 - 1, 2**63, 2**63 - 1], dtype=np.uint64)
-    t = st.from_numpy(a)
+    t = st.from_numpy(a).to(device)
     assert [t[i].item() for i in range(3)] == [2**64 - 1, 2**63, 2**63 - 1]
     assert t.tolist() == [2**64 - 1, 2**63, 2**63 - 1]
 
 
-def test_item_0d_and_errors():
-    assert st.full((), 7).item() == 7
-    assert st.full((1, 1), 2.5).item() == 2.5
+def test_item_0d_and_errors(device):
+    assert st.full((), 7, device=device).item() == 7
+    assert st.full((1, 1), 2.5, device=device).item() == 2.5
     with raises_named(RuntimeError, "item()"):
-        st.zeros(2).item()
+        st.zeros(2, device=device).item()
     with raises_named(RuntimeError, "item()"):
-        st.zeros(0).item()
+        st.zeros(0, device=device).item()
 
 
 def test_python_scalar_conversions():
@@ -718,9 +725,9 @@ def test_python_scalar_conversions():
 
 
 @pytest.mark.parametrize("dt", [n for n in NUMPY_DTYPES if n != "bfloat16"])
-def test_tolist_matches_numpy(dt):
+def test_tolist_matches_numpy(dt, device):
     a = np.arange(24).reshape(2, 3, 4).astype(NUMPY_DTYPES[dt])
-    t = st.from_numpy(a)
+    t = st.from_numpy(a).to(device)
     assert t.tolist() == a.tolist()
     assert t.t().tolist() if False else t.permute(2, 0, 1).tolist() == a.transpose(2, 0, 1).tolist()
     assert t[0, 1, 2].tolist() == a[0, 1, 2].tolist()
@@ -849,8 +856,8 @@ def test_to_returns_self_when_nothing_changes():
     assert d.dtype is st.float16 and d.tolist() == [0, 1, 2, 3]
 
 
-def test_to_keeps_dense_layouts_like_torch_empty_like():
-    a = st.arange(6).reshape(2, 3).t()
+def test_to_keeps_dense_layouts_like_torch_empty_like(device):
+    a = st.arange(6, device=device).reshape(2, 3).t()
     b = a.to(dtype=st.float32)
     assert b.stride() == (1, 3) and b.tolist() == [[0, 3], [1, 4], [2, 5]]
 

@@ -157,35 +157,39 @@ def bridge_export(t, versioned):
 # --- export and round trips ------------------------------------------------------------------------------
 
 
-def test_capsule_kinds():
-    t = st.arange(6).reshape(2, 3)
+# (DLPack device type, index) of each device the `device` fixture gives: kDLCPU = 1, kDLCUDA = 2.
+DL_DEVICE = {"cpu": (1, 0), "cuda": (2, 0)}
+
+
+def test_capsule_kinds(device):
+    t = st.arange(6, device=device).reshape(2, 3)
     assert "dltensor" in repr(t.__dlpack__()) and "versioned" not in repr(t.__dlpack__())
     assert "dltensor_versioned" in repr(t.__dlpack__(max_version=(1, 0)))
     assert "dltensor_versioned" in repr(t.__dlpack__(max_version=(1, 5)))
     assert "versioned" not in repr(t.__dlpack__(max_version=(0, 8)))
-    assert t.__dlpack_device__() == (1, 0)
+    assert t.__dlpack_device__() == DL_DEVICE[device]
 
 
 @pytest.mark.parametrize("max_version", [None, (0, 8), (1, 0), (1, 1), (2, 0)])
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: st.arange(12, dtype=st.float32).reshape(3, 4),
-        lambda: st.arange(12, dtype=st.int16).reshape(3, 4).t(),
-        lambda: st.arange(30, dtype=st.float64).reshape(5, 6)[1:, ::2],
-        lambda: st.zeros(0, 3),
-        lambda: st.full((), 4, dtype=st.uint8),
-        lambda: st.arange(3).expand(2, 3),
-        lambda: st.arange(40)[5:],
+        lambda d: st.arange(12, dtype=st.float32, device=d).reshape(3, 4),
+        lambda d: st.arange(12, dtype=st.int16, device=d).reshape(3, 4).t(),
+        lambda d: st.arange(30, dtype=st.float64, device=d).reshape(5, 6)[1:, ::2],
+        lambda d: st.zeros(0, 3, device=d),
+        lambda d: st.full((), 4, dtype=st.uint8, device=d),
+        lambda d: st.arange(3, device=d).expand(2, 3),
+        lambda d: st.arange(40, device=d)[5:],
     ],
     ids=["c", "t", "slice", "empty", "0d", "expand", "offset"],
 )
 @pytest.mark.parametrize("path", PATHS)
-def test_round_trip_shares_memory(make, max_version, path):
-    t = make()
+def test_round_trip_shares_memory(make, max_version, path, device):
+    t = make(device)
     capsule = t.__dlpack__() if max_version is None else t.__dlpack__(max_version=max_version)
     u = import_capsule(path, capsule)
-    assert u.shape == t.shape and u.dtype is t.dtype
+    assert u.shape == t.shape and u.dtype is t.dtype and u.device == t.device
     if t.numel():
         assert u.data_ptr() == t.data_ptr()
         assert [s for s, n in zip(u.stride(), u.shape, strict=False) if n > 1] == [
@@ -197,8 +201,8 @@ def test_round_trip_shares_memory(make, max_version, path):
         assert to_np(t).min() == 7
 
 
-def test_from_dlpack_of_a_producer_object():
-    t = st.arange(5)
+def test_from_dlpack_of_a_producer_object(device):
+    t = st.arange(5, device=device)
     u = st.from_dlpack(t)
     assert u.data_ptr() == t.data_ptr()
     assert u.storage().id != t.storage().id  # a borrowed storage that keeps the producer alive
@@ -208,8 +212,8 @@ def test_from_dlpack_of_a_producer_object():
     assert u.tolist() == [0, 1, 2, 3, 4]
 
 
-def test_capsule_keeps_the_tensor_alive():
-    t = st.arange(4, dtype=st.int32)
+def test_capsule_keeps_the_tensor_alive(device):
+    t = st.arange(4, dtype=st.int32, device=device)
     capsule = t.__dlpack__(max_version=(1, 0))
     ptr = t.data_ptr()
     del t
@@ -218,18 +222,18 @@ def test_capsule_keeps_the_tensor_alive():
     assert u.data_ptr() == ptr and u.tolist() == [0, 1, 2, 3]
 
 
-def test_unconsumed_capsule_frees_its_tensor():
+def test_unconsumed_capsule_frees_its_tensor(device):
     import slimtensor as s2
 
-    before = s2.memory_stats("cpu")["live_storages"]
-    t = st.zeros(100)
+    before = s2.memory_stats(device)["live_storages"]
+    t = st.zeros(100, device=device)
     c1, c2 = t.__dlpack__(), t.__dlpack__(max_version=(1, 0))
     del t
     gc.collect(0)
-    assert s2.memory_stats("cpu")["live_storages"] == before + 1
+    assert s2.memory_stats(device)["live_storages"] == before + 1
     del c1, c2
     gc.collect(0)
-    assert s2.memory_stats("cpu")["live_storages"] == before
+    assert s2.memory_stats(device)["live_storages"] == before
 
 
 def test_numpy_from_dlpack():
@@ -308,21 +312,23 @@ def test_read_only_flag_both_ways():
     assert not u.is_read_only and u.data_ptr() != ro.data_ptr()
 
 
-def test_dl_device_and_copy():
-    t = st.arange(4)
-    same = st.from_dlpack(t.__dlpack__(max_version=(1, 0), dl_device=(1, 0)))
+def test_dl_device_and_copy(device):
+    t = st.arange(4, device=device)
+    here = DL_DEVICE[device]
+    same = st.from_dlpack(t.__dlpack__(max_version=(1, 0), dl_device=here))
     assert same.data_ptr() == t.data_ptr()
-    same2 = st.from_dlpack(t.__dlpack__(max_version=(1, 0), dl_device=(1, 0), copy=False))
+    same2 = st.from_dlpack(t.__dlpack__(max_version=(1, 0), dl_device=here, copy=False))
     assert same2.data_ptr() == t.data_ptr()
     copied = st.from_dlpack(t.__dlpack__(max_version=(1, 0), copy=True))
     assert copied.data_ptr() != t.data_ptr() and copied.tolist() == [0, 1, 2, 3]
+    assert copied.device == t.device
     with pytest.raises(BufferError) as info:
-        t.__dlpack__(max_version=(1, 0), dl_device=(2, 0))
+        t.__dlpack__(max_version=(1, 0), dl_device=(4, 0))  # kDLOpenCL: no device of ours
     assert "__dlpack__()" in str(info.value)
 
 
-def test_copied_flag_is_set():
-    t = st.arange(4)
+def test_copied_flag_is_set(device):
+    t = st.arange(4, device=device)
     capsule = t.__dlpack__(max_version=(1, 0), copy=True)
     m = DLManagedTensorVersioned.from_address(_PyCapsule_GetPointer(capsule, b"dltensor_versioned"))
     assert m.version.major == 1
@@ -336,8 +342,8 @@ def test_copied_flag_is_set():
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("versioned", [False, True])
-def test_exported_capsule_describes_the_view(path, versioned):
-    t = st.arange(30, dtype=st.int16).reshape(5, 6)[1:, 2::3]
+def test_exported_capsule_describes_the_view(path, versioned, device):
+    t = st.arange(30, dtype=st.int16, device=device).reshape(5, 6)[1:, 2::3]
     delete = None
     if path == "python":
         capsule = t.__dlpack__(max_version=(1, 1)) if versioned else t.__dlpack__()
@@ -350,8 +356,9 @@ def test_exported_capsule_describes_the_view(path, versioned):
     if versioned:
         assert (m.version.major, m.version.minor) == (1, 1) and m.flags == 0
     dl = m.dl_tensor
-    assert dl.byte_offset == 0 and dl.data == t.data_ptr()  # CPU: the address of element 0 (as torch expects)
-    assert (dl.device.device_type, dl.device.device_id) == (1, 0)
+    # CPU and CUDA (addressable): the address of element 0 (as torch expects)
+    assert dl.byte_offset == 0 and dl.data == t.data_ptr()
+    assert (dl.device.device_type, dl.device.device_id) == DL_DEVICE[device]
     assert (dl.dtype.code, dl.dtype.bits, dl.dtype.lanes) == (0, 16, 1)
     assert (
         dl.ndim == 2

@@ -25,9 +25,15 @@ SHAPES = [(), (0,), (1,), (5,), (2, 3), (2, 0, 3), (1, 1, 1), (3, 1, 4, 2)]
 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("factory", ["empty", "zeros", "ones"])
-def test_shape_forms(factory, shape):
+def test_shape_forms(factory, shape, device):
     f = getattr(st, factory)
-    for t in (f(shape), f(list(shape)), f(*shape) if shape else f(())):
+    forms = (
+        f(shape, device=device),
+        f(list(shape), device=device),
+        f(*shape, device=device) if shape else f((), device=device),
+    )
+    for t in forms:
+        assert t.device == st.Device(device)
         assert t.shape == shape
         assert t.ndim == len(shape) == t.dim()
         assert t.numel() == int(np.prod(shape, dtype=np.int64))
@@ -39,9 +45,9 @@ def test_shape_forms(factory, shape):
 
 
 @pytest.mark.parametrize("name", CONVERTIBLE)
-def test_zeros_ones_values(name):
+def test_zeros_ones_values(name, device):
     dt = getattr(st, name)
-    z, o = st.zeros(2, 3, dtype=dt), st.ones((2, 3), dtype=dt)
+    z, o = st.zeros(2, 3, dtype=dt, device=device), st.ones((2, 3), dtype=dt, device=device)
     assert z.dtype is dt and o.dtype is dt
     if name == "complex32":
         z, o = z.to(dtype=st.complex64), o.to(dtype=st.complex64)
@@ -49,12 +55,12 @@ def test_zeros_ones_values(name):
     np.testing.assert_array_equal(to_np(o), np.ones((2, 3)))
 
 
-def test_zeros_is_all_zero_bits_even_after_reuse():
+def test_zeros_is_all_zero_bits_even_after_reuse(device):
     for _ in range(5):
-        junk = st.full((1 << 12,), -1.0)
+        junk = st.full((1 << 12,), -1.0, device=device)
         del junk
-        z = st.zeros(1 << 12, dtype=st.float32)
-        assert not np.any(z.view(st.uint32).numpy())
+        z = st.zeros(1 << 12, dtype=st.float32, device=device)  # on cuda: the cached block junk had
+        assert not np.any(to_np(z.view(st.uint32)))
 
 
 @pytest.mark.parametrize(
@@ -71,8 +77,8 @@ def test_zeros_is_all_zero_bits_even_after_reuse():
         (65504.0, "float16", "float16"),
     ],
 )
-def test_full(value, dtype, expected_dtype):
-    t = st.full((2, 3), value, dtype=None if dtype is None else getattr(st, dtype))
+def test_full(value, dtype, expected_dtype, device):
+    t = st.full((2, 3), value, dtype=None if dtype is None else getattr(st, dtype), device=device)
     assert t.dtype is getattr(st, expected_dtype)
     ref = (
         np.full((2, 3), value).astype(NUMPY_DTYPES[expected_dtype])
@@ -100,8 +106,9 @@ def test_full_default_dtype_matches_torch(torch, value):
         ((2, 3, 4), (12, 1, 3)),
     ],
 )
-def test_empty_strided(shape, strides):
-    t = st.empty_strided(shape, strides)
+def test_empty_strided(shape, strides, device):
+    t = st.empty_strided(shape, strides, device=device)
+    assert t.device == st.Device(device)
     assert t.shape == shape and t.stride() == strides and t.storage_offset() == 0
     numel = int(np.prod(shape, dtype=np.int64))
     extent = 0 if numel == 0 else 1 + sum((s - 1) * d for s, d in zip(shape, strides, strict=False))
@@ -139,32 +146,32 @@ def test_empty_like_layout_matches_torch(torch, make):
     assert t.dtype is st.float32
 
 
-def test_empty_like_dtype_device_and_fresh_storage():
-    a = st.ones(2, 3)
-    b = st.empty_like(a, dtype=st.int8, device="cpu")
+def test_empty_like_dtype_device_and_fresh_storage(device):
+    a = st.ones(2, 3, device=device)
+    b = st.empty_like(a, dtype=st.int8, device=device)
     assert b.dtype is st.int8 and b.shape == (2, 3) and b.device == a.device
     assert b.storage().id != a.storage().id
 
 
-def test_storage_alignment_is_at_least_64_bytes():
+def test_storage_alignment_is_at_least_64_bytes(device):
     for n in [1, 3, 7, 64, 1000]:
         for dt in [st.uint8, st.float64]:
-            t = st.empty(n, dtype=dt)
+            t = st.empty(n, dtype=dt, device=device)
             assert t.data_ptr() % 64 == 0, (n, dt)
 
 
-def test_storage_ids_are_unique_and_stable():
-    a, b = st.empty(2), st.empty(2)
+def test_storage_ids_are_unique_and_stable(device):
+    a, b = st.empty(2, device=device), st.empty(2, device=device)
     ia, ib = a.storage().id, b.storage().id
     assert ia != ib
     assert a[1:].storage().id == ia
     del a
-    c = st.empty(2)
+    c = st.empty(2, device=device)
     assert c.storage().id not in (ia, ib)
 
 
-def test_storage_use_count_counts_views():
-    a = st.empty(4)
+def test_storage_use_count_counts_views(device):
+    a = st.empty(4, device=device)
     base = a.storage().use_count
     v = a[1:]
     assert a.storage().use_count == base + 1
@@ -187,9 +194,10 @@ def test_storage_use_count_counts_views():
         ((1, 2.5, 0.5), {}),
     ],
 )
-def test_arange_matches_numpy(args, kwargs):
+def test_arange_matches_numpy(args, kwargs, device):
     kwargs = {k: getattr(st, v) for k, v in kwargs.items()}
-    t = st.arange(*args, **kwargs)
+    t = st.arange(*args, **kwargs, device=device)
+    assert t.device == st.Device(device)
     integral = all(isinstance(v, int) for v in args)
     ref = np.arange(*args, dtype=np.int64 if integral else np.float64)
     if kwargs.get("dtype") is not None:

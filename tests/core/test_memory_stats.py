@@ -13,13 +13,13 @@ import slimtensor as st
 KEYS = {"live_bytes", "peak_bytes", "live_storages", "live_tensors", "live_aoti_handles", "total_allocations"}
 
 
-def cpu():
+def cpu(device="cpu"):
     # no gc.collect(): these tests make no reference cycles, so refcounting frees everything at once
-    return st.memory_stats("cpu")
+    return st.memory_stats(device)
 
 
-def live():
-    s = cpu()
+def live(device="cpu"):
+    s = cpu(device)
     return s["live_bytes"], s["live_storages"], s["live_tensors"]
 
 
@@ -41,32 +41,32 @@ def test_bad_device_argument():
         st.memory_stats(3)
 
 
-def test_counts_follow_a_tensor_and_its_views():
-    b0, s0, t0 = live()
-    total0 = cpu()["total_allocations"]
-    a = st.empty(1000, dtype=st.float64)
-    b1, s1, t1 = live()
+def test_counts_follow_a_tensor_and_its_views(device):
+    b0, s0, t0 = live(device)
+    total0 = cpu(device)["total_allocations"]
+    a = st.empty(1000, dtype=st.float64, device=device)
+    b1, s1, t1 = live(device)
     assert b1 - b0 >= 8000 and s1 == s0 + 1 and t1 == t0 + 1
-    assert cpu()["total_allocations"] == total0 + 1
+    assert cpu(device)["total_allocations"] == total0 + 1
     v = a[10:].reshape(2, -1).t()
-    assert live() == (b1, s1, t1 + 1)  # views add tensors, not storages or bytes
+    assert live(device) == (b1, s1, t1 + 1)  # views add tensors, not storages or bytes
     del a
-    assert live() == (b1, s1, t1)  # the view keeps the storage
+    assert live(device) == (b1, s1, t1)  # the view keeps the storage
     del v
-    assert live() == (b0, s0, t0)
+    assert live(device) == (b0, s0, t0)
 
 
-def test_peak_and_reset():
-    st.reset_peak_memory_stats()
-    base = cpu()
+def test_peak_and_reset(device):
+    st.reset_peak_memory_stats(device)
+    base = cpu(device)
     assert base["peak_bytes"] == base["live_bytes"]
-    a = st.empty(1 << 16, dtype=st.uint8)
+    a = st.empty(1 << 16, dtype=st.uint8, device=device)
     del a
-    after = cpu()
+    after = cpu(device)
     assert after["peak_bytes"] >= base["live_bytes"] + (1 << 16)
     assert after["live_bytes"] == base["live_bytes"]
-    st.reset_peak_memory_stats()
-    assert cpu()["peak_bytes"] == cpu()["live_bytes"]
+    st.reset_peak_memory_stats(device)
+    assert cpu(device)["peak_bytes"] == cpu(device)["live_bytes"]
 
 
 def test_borrowed_storages_are_counted():
@@ -80,8 +80,8 @@ def test_borrowed_storages_are_counted():
     assert (s2, t2) == (s0, t0)
 
 
-def test_storage_use_count():
-    a = st.empty(4)
+def test_storage_use_count(device):
+    a = st.empty(4, device=device)
     n = a.storage().use_count
     views = [a[i:] for i in range(3)]
     assert a.storage().use_count == n + 3
@@ -90,8 +90,8 @@ def test_storage_use_count():
     assert a.storage().use_count == n
 
 
-def _dlpack_round_trip():
-    t = st.arange(10)
+def _dlpack_round_trip(d="cpu"):
+    t = st.arange(10, device=d)
     st.from_dlpack(t.__dlpack__(max_version=(1, 0)))
     st.from_dlpack(t.__dlpack__())
     t.__dlpack__()  # never consumed
@@ -105,84 +105,97 @@ def _raise(f):
         pass
 
 
+# Each operation runs on the device it is given; HOST_ONLY ones exist for the CPU alone.
 OPERATIONS = {
-    "factories": lambda: [
-        st.empty(10),
-        st.zeros(3, 4),
-        st.ones(2),
-        st.full((3,), 2),
-        st.arange(10),
-        st.empty_strided((2, 3), (1, 2)),
-        st.empty_like(st.empty(3)),
+    "factories": lambda d: [
+        st.empty(10, device=d),
+        st.zeros(3, 4, device=d),
+        st.ones(2, device=d),
+        st.full((3,), 2, device=d),
+        st.arange(10, device=d),
+        st.empty_strided((2, 3), (1, 2), device=d),
+        st.empty_like(st.empty(3, device=d)),
     ],
-    "views": lambda: (
-        st.arange(24).reshape(2, 3, 4).permute(2, 0, 1)[1:, ::2].unsqueeze(0).expand(2, -1, -1, -1)
+    "views": lambda d: (
+        st.arange(24, device=d).reshape(2, 3, 4).permute(2, 0, 1)[1:, ::2].unsqueeze(0).expand(2, -1, -1, -1)
     ),
-    "reshape-copy": lambda: st.arange(24).reshape(4, 6).t().reshape(-1),
-    "copies": lambda: (
-        st.zeros(3, 4).copy_(st.arange(4)),
-        st.arange(6).clone(),
-        st.arange(6).to(st.float16),
-        st.arange(6).reshape(2, 3).t().contiguous(),
+    "reshape-copy": lambda d: st.arange(24, device=d).reshape(4, 6).t().reshape(-1),
+    "copies": lambda d: (
+        st.zeros(3, 4, device=d).copy_(st.arange(4)),
+        st.arange(6, device=d).clone(),
+        st.arange(6, device=d).to(st.float16),
+        st.arange(6, device=d).reshape(2, 3).t().contiguous(),
+        st.arange(6).to(d).cpu(),
     ),
-    "fill-item-tolist": lambda: (st.zeros(5).fill_(2).tolist(), st.full((), 3).item(), repr(st.arange(5))),
-    "numpy": lambda: (
+    "fill-item-tolist": lambda d: (
+        st.zeros(5, device=d).fill_(2).tolist(),
+        st.full((), 3, device=d).item(),
+        repr(st.arange(5, device=d)),
+    ),
+    "numpy": lambda d: (
         st.from_numpy(np.arange(5)).numpy(),
         np.asarray(st.arange(5)),
         memoryview(st.arange(3)),
     ),
-    "asarray": lambda: (st.asarray([1, 2, 3]), st.asarray(np.arange(4)), st.asarray(st.arange(2), copy=True)),
-    "pickle": lambda: pickle.loads(pickle.dumps(st.arange(6).reshape(2, 3).t())),
+    "asarray": lambda d: (
+        st.asarray([1, 2, 3]),
+        st.asarray(np.arange(4)),
+        st.asarray(st.arange(2), copy=True),
+    ),
+    "pickle": lambda d: pickle.loads(pickle.dumps(st.arange(6, device=d).reshape(2, 3).t())),
     "dlpack": _dlpack_round_trip,
-    "iteration": lambda: [list(r) for r in st.arange(6).reshape(2, 3)],
-    "setitem": lambda: st.zeros(3, 3).__setitem__((slice(None), 1), st.arange(3)),
-    "failed-views": lambda: [
+    "iteration": lambda d: [list(r) for r in st.arange(6, device=d).reshape(2, 3)],
+    "setitem": lambda d: st.zeros(3, 3, device=d).__setitem__((slice(None), 1), st.arange(3)),
+    "failed-views": lambda d: [
         _raise(f)
         for f in [
-            lambda: st.arange(4).as_strided((5,), (1,)),
-            lambda: st.arange(4).permute(0, 0),
-            lambda: st.arange(6).reshape(4),
-            lambda: st.arange(6).reshape(2, 3).t().view(6),
-            lambda: st.arange(4)[::-1],
-            lambda: st.arange(4).select(0, 9),
-            lambda: st.arange(4).narrow(0, 2, 5),
-            lambda: st.arange(4).expand(3, 5),
-            lambda: st.arange(4).view(st.float64).view(3),
+            lambda: st.arange(4, device=d).as_strided((5,), (1,)),
+            lambda: st.arange(4, device=d).permute(0, 0),
+            lambda: st.arange(6, device=d).reshape(4),
+            lambda: st.arange(6, device=d).reshape(2, 3).t().view(6),
+            lambda: st.arange(4, device=d)[::-1],
+            lambda: st.arange(4, device=d).select(0, 9),
+            lambda: st.arange(4, device=d).narrow(0, 2, 5),
+            lambda: st.arange(4, device=d).expand(3, 5),
+            lambda: st.arange(4, device=d).view(st.float64).view(3),
         ]
     ],
-    "failed-copies": lambda: [
+    "failed-copies": lambda d: [
         _raise(f)
         for f in [
-            lambda: st.zeros(2, 3).copy_(st.zeros(4)),
-            lambda: st.zeros(1, 3).expand(2, 3).copy_(st.zeros(2, 3)),
-            lambda: st.zeros(2).item(),
-            lambda: st.arange(10)[1:].copy_(st.arange(10)[:-1]),
+            lambda: st.zeros(2, 3, device=d).copy_(st.zeros(4)),
+            lambda: st.zeros(1, 3, device=d).expand(2, 3).copy_(st.zeros(2, 3)),
+            lambda: st.zeros(2, device=d).item(),
+            lambda: st.arange(10, device=d)[1:].copy_(st.arange(10, device=d)[:-1]),
         ]
     ],
-    "failed-factories": lambda: [
+    "failed-factories": lambda d: [
         _raise(f)
         for f in [
-            lambda: st.empty(-1),
-            lambda: st.empty(2**62),
-            lambda: st.empty(3, dtype="nope"),
-            lambda: st.empty_strided((2, 3), (1,)),
+            lambda: st.empty(-1, device=d),
+            lambda: st.empty(2**62, device=d),
+            lambda: st.empty(3, dtype="nope", device=d),
+            lambda: st.empty_strided((2, 3), (1,), device=d),
             lambda: st.from_numpy(np.arange(3)[::-1]),
         ]
     ],
-    "failed-allocation": lambda: _raise(lambda: st.empty(1 << 50, dtype=st.uint8)),
+    "failed-allocation": lambda d: _raise(lambda: st.empty(1 << 50, dtype=st.uint8, device=d)),
 }
+HOST_ONLY = {"numpy", "asarray"}
 
 
 @pytest.mark.parametrize("name", list(OPERATIONS))
-def test_operations_return_counters_to_baseline(name):
-    OPERATIONS[name]()  # warm up (module-level caches, first-use imports)
-    before = live()
+def test_operations_return_counters_to_baseline(name, device):
+    if device != "cpu" and name in HOST_ONLY:
+        pytest.skip(f"{name}: numpy and the buffer protocol exist for host memory only")
+    OPERATIONS[name](device)  # warm up (module-level caches, first-use imports)
+    before = live(device)
     for _ in range(3):
-        OPERATIONS[name]()
-    after = live()
+        OPERATIONS[name](device)
+    after = live(device)
     if after != before:
         gc.collect()
-        after = live()
+        after = live(device)
     assert after == before, f"{name}: (bytes, storages, tensors) went from {before} to {after}"
 
 

@@ -48,9 +48,9 @@ OPS_3D = [
 
 # Base layouts: contiguous, transposed, sliced (with an offset), with size-1 and size-0 dims.
 BASES = {
-    "contiguous": lambda m: m.arange(24, dtype=m.float32).reshape(2, 3, 4),
-    "permuted": lambda m: m.arange(24, dtype=m.float32).reshape(4, 3, 2).permute(2, 1, 0),
-    "sliced": lambda m: m.arange(60, dtype=m.float32).reshape(3, 4, 5)[1:, :3, 1:],
+    "contiguous": lambda m, dev: m.arange(24, dtype=m.float32, device=dev).reshape(2, 3, 4),
+    "permuted": lambda m, dev: m.arange(24, dtype=m.float32, device=dev).reshape(4, 3, 2).permute(2, 1, 0),
+    "sliced": lambda m, dev: m.arange(60, dtype=m.float32, device=dev).reshape(3, 4, 5)[1:, :3, 1:],
 }
 
 
@@ -62,8 +62,8 @@ def _pairs():
 
 @pytest.mark.needs_torch
 @pytest.mark.parametrize("base,op", list(_pairs()))
-def test_views_match_torch(torch, base, op):
-    s, t = BASES[base](st), BASES[base](torch)
+def test_views_match_torch(torch, base, op, device):
+    s, t = BASES[base](st, device), BASES[base](torch, "cpu")
     try:
         tv = op(t)
     except (RuntimeError, IndexError, ValueError, TypeError) as exc:
@@ -91,26 +91,26 @@ def test_size0_tensor_is_contiguous(torch):
     assert s.is_contiguous()
 
 
-def test_views_see_writes_through_the_base():
-    base = st.zeros(3, 4)
+def test_views_see_writes_through_the_base(device):
+    base = st.zeros(3, 4, device=device)
     v = base.t()[1:, 1]
     v.fill_(7.0)
     ref = np.zeros((3, 4), np.float32)
     ref.T[1:, 1] = 7
-    np.testing.assert_array_equal(base.numpy(), ref)
+    np.testing.assert_array_equal(to_np(base), ref)
     base[1, 3] = 9.0
     assert v.tolist() == [7.0, 7.0, 9.0]
 
 
-def test_t_and_T():
-    a = st.arange(6).reshape(2, 3)
+def test_t_and_T(device):
+    a = st.arange(6, device=device).reshape(2, 3)
     assert a.t().shape == (3, 2) and a.t().stride() == (1, 3)
     assert a.T.shape == (3, 2)
-    b = st.arange(24).reshape(2, 3, 4)
+    b = st.arange(24, device=device).reshape(2, 3, 4)
     assert b.T.shape == (4, 3, 2) and b.T.stride() == (1, 4, 12)
-    v = st.arange(3)
+    v = st.arange(3, device=device)
     assert v.t()._is_same(v) and v.T._is_same(v)
-    z = st.zeros(())
+    z = st.zeros((), device=device)
     assert z.t().shape == () and z.T.shape == ()
 
 
@@ -131,8 +131,8 @@ def test_mT_on_1d_refused_like_torch(torch):
     assert "mT" in str(info.value)
 
 
-def test_squeeze_leaves_a_non_1_dim():
-    a = st.zeros(2, 1, 3)
+def test_squeeze_leaves_a_non_1_dim(device):
+    a = st.zeros(2, 1, 3, device=device)
     assert a.squeeze(0).shape == (2, 1, 3)
     assert a.squeeze(1).shape == (2, 3)
     assert a.squeeze(-2).shape == (2, 3)
@@ -162,13 +162,13 @@ def test_size1_size0_strides_match_torch(torch, shape, strides, offset, storage,
     assert layout(op(s)) == layout(op(t))
 
 
-def test_expand_makes_stride_zero_and_overlap():
-    a = st.arange(3).reshape(3, 1)
+def test_expand_makes_stride_zero_and_overlap(device):
+    a = st.arange(3, device=device).reshape(3, 1)
     e = a.expand(2, 3, 4)
     assert e.stride() == (0, 1, 0)
     assert e._has_internal_overlap()
     assert not a._has_internal_overlap()
-    np.testing.assert_array_equal(e.numpy(), np.broadcast_to(np.arange(3).reshape(3, 1), (2, 3, 4)))
+    np.testing.assert_array_equal(to_np(e), np.broadcast_to(np.arange(3).reshape(3, 1), (2, 3, 4)))
 
 
 @pytest.mark.needs_torch
@@ -217,15 +217,15 @@ def test_bad_view_arguments_refused_like_torch(torch, op):
         op(s)
 
 
-def test_as_strided_default_offset_is_the_tensors():
-    a = st.arange(10)[3:]
+def test_as_strided_default_offset_is_the_tensors(device):
+    a = st.arange(10, device=device)[3:]
     assert a.as_strided((2,), (1,)).storage_offset() == 3
     assert a.as_strided((2,), (1,), 0).tolist() == [0, 1]
     assert a.as_strided((2,), (1,), storage_offset=8).tolist() == [8, 9]
 
 
-def test_as_strided_bounds_checked_against_storage_not_view():
-    a = st.arange(10)
+def test_as_strided_bounds_checked_against_storage_not_view(device):
+    a = st.arange(10, device=device)
     small = a[2:4]
     assert small.as_strided((10,), (1,), 0).tolist() == list(range(10))
     with raises_named(ValueError, "as_strided()", "storage"):
@@ -296,26 +296,26 @@ def test_view_dtype_matches_torch(torch, src, dst, make):
     )
 
 
-def test_view_dtype_0d():
-    a = st.full((), 1.0)
+def test_view_dtype_0d(device):
+    a = st.full((), 1.0, device=device)
     assert a.view(st.int32).item() == 0x3F800000
     with pytest.raises(RuntimeError):
         a.view(st.float64)
 
 
-def test_view_dtype_values_vs_numpy():
+def test_view_dtype_values_vs_numpy(device):
     a = np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4)
-    t = st.from_numpy(a)
-    np.testing.assert_array_equal(t.view(st.int32).numpy(), a.view(np.int32))
-    np.testing.assert_array_equal(t.view(st.uint8).numpy(), a.view(np.uint8))
-    np.testing.assert_array_equal(t.view(st.float64).numpy(), a.view(np.float64))
+    t = st.from_numpy(a).to(device)
+    np.testing.assert_array_equal(to_np(t.view(st.int32)), a.view(np.int32))
+    np.testing.assert_array_equal(to_np(t.view(st.uint8)), a.view(np.uint8))
+    np.testing.assert_array_equal(to_np(t.view(st.float64)), a.view(np.float64))
 
 
 # --- metadata ----------------------------------------------------------------------------------------------
 
 
-def test_metadata_accessors():
-    t = st.arange(60, dtype=st.int16).reshape(3, 4, 5)[1:, ::2]
+def test_metadata_accessors(device):
+    t = st.arange(60, dtype=st.int16, device=device).reshape(3, 4, 5)[1:, ::2]
     assert t.shape == (2, 2, 5) == t.size()
     assert t.size(0) == 2 and t.size(-1) == 5
     assert t.stride() == (20, 10, 1) and t.stride(-2) == 10
@@ -326,7 +326,7 @@ def test_metadata_accessors():
     assert t.layout == "(2, 2, 5):(20, 10, 1) @ 20"
     assert "layout=(2, 2, 5):(20, 10, 1) @ 20" in repr(t)
     assert [r.tolist() for r in t] == t.tolist()
-    assert st.arange(3).layout == "(3,):(1,) @ 0"
+    assert st.arange(3, device=device).layout == "(3,):(1,) @ 0"
 
 
 def test_len_and_iter_of_0d():
@@ -337,8 +337,8 @@ def test_len_and_iter_of_0d():
         iter(z).__next__()
 
 
-def test_is_same():
-    a = st.arange(6).reshape(2, 3)
+def test_is_same(device):
+    a = st.arange(6, device=device).reshape(2, 3)
     assert a._is_same(a.view(2, 3))
     assert not a._is_same(a.t())
     assert not a._is_same(a.clone())
@@ -366,8 +366,8 @@ def test_empty_tensor_has_no_overlap(torch):
     assert not st.zeros(1).expand(3, 1).narrow(1, 0, 0)._has_internal_overlap()
 
 
-def test_bounds_checked_in_bytes_when_storage_is_not_a_multiple_of_the_itemsize():
-    raw = st.arange(10, dtype=st.uint8)  # 10 bytes
+def test_bounds_checked_in_bytes_when_storage_is_not_a_multiple_of_the_itemsize(device):
+    raw = st.arange(10, dtype=st.uint8, device=device)  # 10 bytes
     w = raw[:8].view(st.int64)
     assert w.shape == (1,) and w.storage().nbytes == 10
     with raises_named(ValueError, "as_strided()", "storage"):

@@ -74,3 +74,19 @@ def test_core_lists_cuda_unavailable_and_device_calls_raise() -> None:
             f"the installed core refuses ABI 1.1 plugins (lands with branch abi): {res.stdout.strip()}"
         )
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_a_factory_on_cuda_loads_the_plugin_in_a_fresh_process() -> None:
+    # "cuda" is a name the core knows itself, so no unknown-name lookup triggers the plugin autoload: the
+    # lookup of the device type does (device_registry.cpp usable_device).
+    res = run_python(
+        "import slimtensor as st\n"
+        "try:\n    print('OK', st.zeros(2, device='cuda').tolist())\n"
+        "except RuntimeError as e:\n    print('ERR', e)\n"
+    )
+    assert res.returncode == 0, res.stderr
+    assert "is registered; install its plugin" not in res.stdout, res.stdout
+    if cuda_skip_reason():
+        assert res.stdout.startswith("ERR") and "unavailable" in res.stdout, res.stdout
+    else:
+        assert res.stdout.strip() == "OK [0.0, 0.0]", res.stdout

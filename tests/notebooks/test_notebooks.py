@@ -10,7 +10,13 @@ import pytest
 from ._kernel import execute, install_kernel_spec
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-OURS = ["01_strides_and_views", "02_memory_lifetimes", "03_devices_and_plugins", "05_aoti_without_libtorch"]
+OURS = [
+    "01_strides_and_views",
+    "02_memory_lifetimes",
+    "03_devices_and_plugins",
+    "05_aoti_without_libtorch",
+    "06_cuda_streams_and_events",
+]
 
 # At least this many pictures (layout SVGs through rich display, or returned Figures) per notebook.
 MIN_PICTURES = {
@@ -18,6 +24,7 @@ MIN_PICTURES = {
     "02_memory_lifetimes": 3,
     "03_devices_and_plugins": 1,
     "05_aoti_without_libtorch": 0,
+    "06_cuda_streams_and_events": 0,  # its pictures need a GPU; elsewhere every cell says so
 }
 
 
@@ -145,6 +152,34 @@ def test_jupytext_sync_rewrites_no_tracked_file(tmp_path):
         p.name for p in sorted(tmp_path.iterdir()) if p.read_bytes() != (NOTEBOOKS / p.name).read_bytes()
     ]
     assert changed == [], f"jupytext --sync rewrites {changed}: fix their jupytext header metadata"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name", ["02_memory_lifetimes", "03_devices_and_plugins", "06_cuda_streams_and_events"]
+)
+def test_cuda_sections_run_or_say_plainly_why_not(name, executed):
+    import slimtensor as st
+
+    text = stream_text(executed(name))
+    cuda = next((d for d in st.devices() if d.name == "cuda"), None)
+    if cuda is not None and cuda.available:
+        assert "skipped: no usable CUDA device" not in text
+    else:
+        assert "skipped: no usable CUDA device here (" in text
+
+
+def test_every_cuda_section_is_found_by_the_gpu_runner():
+    from notebooks.cuda_sections import cuda_section  # tests/notebooks (its folder is on sys.path)
+
+    for name in (
+        "02_memory_lifetimes",
+        "03_devices_and_plugins",
+        "04_benchmarks",
+        "06_cuda_streams_and_events",
+    ):
+        code = cuda_section(NOTEBOOKS / f"{name}.py")
+        assert "cuda" in code and "SLIMTENSOR_NOTEBOOK_FIGURES" in code, name
 
 
 @pytest.mark.slow

@@ -171,3 +171,44 @@ def test_the_event_order_axis_is_the_default_when_wall_time_is_mostly_idle():
 )
 def test_plural(n, word, expected):
     assert plural(n, word) == expected
+
+
+def _device_trace() -> Trace:
+    """A host storage copied to a CUDA storage, with the allocator's events on cuda:0 (as the CUDA plugin
+    reports them), as a saved trace: the picture needs no GPU."""
+    ms = 1_000_000
+    records = [
+        {"kind": "storage_alloc", "time_ns": 1 * ms, "id": 1, "bytes": 4096, "device": "cpu", "owning": True},
+        {"kind": "tensor_create", "time_ns": 2 * ms, "id": 10, "storage_id": 1, "op": "arange", "sizes": [1024]},
+        {"kind": "device_event", "time_ns": 3 * ms, "op": "malloc", "bytes": 2 << 20, "device": "cuda:0"},
+        {"kind": "storage_alloc", "time_ns": 4 * ms, "id": 2, "bytes": 4096, "device": "cuda:0", "owning": True},
+        {"kind": "tensor_create", "time_ns": 5 * ms, "id": 11, "storage_id": 2, "op": "_to", "sizes": [1024]},
+        {"kind": "copy", "time_ns": 6 * ms, "storage_id": 2, "src_storage_id": 1, "bytes": 4096,
+         "device": "cuda:0", "src_device": "cpu", "dtype": "float32", "src_dtype": "float32"},
+        {"kind": "tensor_destroy", "time_ns": 7 * ms, "id": 11, "storage_id": 2},
+        {"kind": "device_event", "time_ns": 8 * ms, "op": "free", "bytes": 4096, "device": "cuda:0"},
+        {"kind": "storage_free", "time_ns": 9 * ms, "id": 2, "bytes": 4096, "device": "cuda:0"},
+        {"kind": "device_event", "time_ns": 10 * ms, "op": "cache_hit", "bytes": 4096, "device": "cuda:0"},
+        {"kind": "device_event", "time_ns": 11 * ms, "op": "cudaFree", "bytes": 2 << 20, "device": "cuda:0"},
+    ]  # fmt: skip
+    return Trace.from_records(records, start_ns=0, stop_ns=12 * ms)
+
+
+def test_device_memory_has_its_lane_beside_the_host_with_the_allocator_row():
+    fig = st.viz.lifetimes(_device_trace())
+    ax = axes(fig, "lifetimes")
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["cpu", "cuda:0"]
+    marks = {c.get_gid(): len(c.get_offsets()) for c in ax.collections}
+    assert marks == {"device-malloc": 1, "device-cache_hit": 1, "device-free": 1, "device-cudaFree": 1}
+    labels = texts(axes(fig, "labels"))
+    assert "cuda:0 allocator: cudaMalloc 1, cache hit 1, back to the cache 1, cudaFree 1" in labels
+    assert len(patches(ax, "copy-arrow")) == 1  # the host -> device copy, between the lanes
+    assert "allocator row: ▲ cudaMalloc" in fig.get_supxlabel()
+    # the allocator row sits at the top of the cuda lane, above the device's storage
+    y = {t.get_text().split(" · ")[0]: t.get_position()[1] for t in axes(fig, "labels").texts}
+    assert y["storage #1 4096 B cpu, owning"] < y[next(k for k in y if k.startswith("cuda:0 allocator"))]
+    assert y[next(k for k in y if k.startswith("cuda:0 allocator"))] < y["storage #2 4096 B cuda:0, owning"]
+    host_only = st.viz.lifetimes(
+        Trace.from_records([r for r in _device_trace().to_records() if r["kind"] != "device_event"])
+    )
+    assert not axes(host_only, "lifetimes").collections and "allocator row" not in host_only.get_supxlabel()

@@ -141,8 +141,10 @@ StorageImpl* StorageImpl::allocate(Device device, int64_t nbytes, const char* fu
     }
     s->address_ = s->data_;
   } else {
-    device = resolve_device(device, function);  // "cuda": the current device (Note [Current device])
-    const DeviceEntry& entry = usable_device(device, function);
+    // "cuda": the current device (Note [Current device]); the plugin's current index is in range, so the
+    // entry is checked once, not again after resolving (this is every device empty()'s path).
+    const DeviceEntry& entry = usable_device(device.index < 0 ? Device{device.type, 0} : device, function);
+    if (device.index < 0) device.index = static_cast<int16_t>(device_calls::current_device(entry, function));
     // The stream is resolved now, so the storage frees on the stream it was allocated on even if the
     // thread's current stream changes meanwhile.
     void* stream = device_calls::current_stream(entry, device.index, function);

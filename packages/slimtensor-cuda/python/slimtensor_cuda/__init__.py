@@ -26,6 +26,7 @@ __all__ = [
     "device",
     "device_count",
     "empty_cache",
+    "CudaArray",
     "from_cuda_array_interface",
     "cuda_array_interface",
     "get_device_capability",
@@ -333,6 +334,9 @@ def stream(s: Stream | None) -> Iterator[Stream | None]:
         C.set_device(prev_dev)
 
 
+_stream_block = stream  # for functions whose argument is called `stream`
+
+
 # ---- events ----------------------------------------------------------------------------------------------
 class Event:
     """A CUDA event: record on a stream, make streams wait on it, query, synchronize, time."""
@@ -487,112 +491,29 @@ def memory_summary(device: Any = None) -> str:
 
 
 # ---- __cuda_array_interface__ (v3) -----------------------------------------------------------------------
-_TYPESTR = {
-    "bool": "|b1",
-    "uint8": "|u1",
-    "int8": "|i1",
-    "int16": "<i2",
-    "int32": "<i4",
-    "int64": "<i8",
-    "uint16": "<u2",
-    "uint32": "<u4",
-    "uint64": "<u8",
-    "float16": "<f2",
-    "float32": "<f4",
-    "float64": "<f8",
-    "complex64": "<c8",
-    "complex128": "<c16",
-}
-_FROM_TYPESTR = {v: k for k, v in _TYPESTR.items()}
-_FROM_TYPESTR.update({"<b1": "bool", "<u1": "uint8", "<i1": "int8"})
-
-
-def _stream_int(s: Stream) -> int:
-    # CAI v3: 1 is the legacy default stream, 2 the per-thread default; 0 is disallowed.
-    return 1 if s.cuda_stream == 0 else s.cuda_stream
-
-
+# The protocol has one home, the core's slimtensor/_cai.py (Tensor.__cuda_array_interface__, st.asarray);
+# these are the torch.cuda-style spellings of it.
 def cuda_array_interface(t: Any, stream: Stream | None = None) -> dict[str, Any]:
-    """The ``__cuda_array_interface__`` (v3) dict of a slimtensor CUDA tensor: data pointer, shape, byte
-    strides, typestr and the stream its pending work is on (the consumer synchronises with it)."""
-    if str(getattr(t.device, "type", t.device)) != "cuda":
-        raise TypeError(
-            f"cuda_array_interface(): the tensor is on {t.device}, not a CUDA device; use .cuda() first"
-        )
-    name = t.dtype.name
-    if name not in _TYPESTR:
-        raise TypeError(
-            f"cuda_array_interface(): {name} has no __cuda_array_interface__ typestr; exchange it through DLPack "
-            "(st.from_dlpack / torch.from_dlpack) instead"
-        )
-    s = current_stream(t.device.index) if stream is None else stream
-    return {
-        "version": 3,
-        "shape": tuple(t.shape),
-        "typestr": _TYPESTR[name],
-        "data": (t.data_ptr() if t.numel() else 0, False),
-        "strides": tuple(st_ * t.itemsize for st_ in t.stride()),
-        "descr": [("", _TYPESTR[name])],
-        "stream": _stream_int(s),
-    }
+    """The ``__cuda_array_interface__`` (v3) dict of a slimtensor CUDA tensor; its ``stream`` is `stream`
+    (default: the current stream of the tensor's device), where a consumer must wait before it reads."""
+    if stream is None:
+        return t.__cuda_array_interface__
+    with _stream_block(stream):
+        return t.__cuda_array_interface__
 
 
 class CudaArray:
-    """Exports a slimtensor CUDA tensor through ``__cuda_array_interface__`` (keeps the tensor alive)."""
+    """Exports a slimtensor CUDA tensor through ``__cuda_array_interface__`` only (as numba's arrays do), and
+    keeps the tensor alive."""
 
     def __init__(self, t: Any) -> None:
         self.tensor = t
-        self.__cuda_array_interface__ = cuda_array_interface(t)
+        self.__cuda_array_interface__ = t.__cuda_array_interface__
 
 
 def from_cuda_array_interface(obj: Any) -> Any:
     """A slimtensor tensor sharing the memory of an object with ``__cuda_array_interface__`` (cupy, torch,
-    numba). Synchronises as v3 says: the current stream waits for the producer's stream (no wait when the
-    producer gives ``stream: None``). The tensor keeps `obj` alive."""
-    import slimtensor as st
+    numba): the current stream waits for the producer's ``stream``; the tensor keeps `obj` alive."""
+    from slimtensor import _cai
 
-    cai = obj.__cuda_array_interface__
-    version = cai.get("version", 0)
-    if version < 2:
-        raise ValueError(f"from_cuda_array_interface(): version {version}; expected 2 or 3")
-    if cai.get("mask") is not None:
-        raise ValueError(
-            "from_cuda_array_interface(): masked arrays are not supported; pass the data without a mask"
-        )
-    typestr = cai["typestr"]
-    if typestr not in _FROM_TYPESTR:
-        raise TypeError(
-            f"from_cuda_array_interface(): typestr {typestr!r} has no slimtensor dtype "
-            f"(known: {sorted(_FROM_TYPESTR)})"
-        )
-    dtype = getattr(st, _FROM_TYPESTR[typestr])
-    shape = tuple(int(x) for x in cai["shape"])
-    ptr, _readonly = cai["data"]
-    itemsize = dtype.itemsize
-    if cai.get("strides") is None:
-        strides, acc = [], 1
-        for n in reversed(shape):
-            strides.append(acc)
-            acc *= max(n, 1)
-        strides = tuple(reversed(strides))
-    else:
-        if any(b % itemsize for b in cai["strides"]):
-            raise ValueError(
-                f"from_cuda_array_interface(): byte strides {cai['strides']} are not multiples of "
-                f"the itemsize {itemsize}"
-            )
-        strides = tuple(b // itemsize for b in cai["strides"])
-    C = _C_or_raise()
-    index = C.locate_pointer(ptr) if ptr else C.current_device()
-    producer = cai.get("stream") if version >= 3 else None
-    if producer is not None:
-        if producer == 0:
-            raise ValueError(
-                "from_cuda_array_interface(): stream 0 is disallowed by the protocol (use 1 for the "
-                "legacy default stream or None for no synchronisation)"
-            )
-        handle = 0 if producer == 1 else producer
-        ev = Event()
-        ev.record(Stream._wrap(index, handle))
-        current_stream(index).wait_event(ev)
-    return st.from_blob(ptr, shape, strides, dtype, f"cuda:{index}", owner=obj)
+    return _cai.from_cuda_array_interface(obj)

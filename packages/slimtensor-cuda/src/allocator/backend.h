@@ -44,6 +44,9 @@ class AllocatorObserver {
   virtual void on_segment_released(int device, size_t bytes) = 0;
   virtual void on_cache_hit(int device, size_t bytes, void* stream) = 0;
   virtual void on_raw_malloc(int device, size_t bytes, void* stream) = 0;
+  // A block handed back: into its pool now (deferred = false), or once the other streams that used it
+  // have finished (deferred = true, Note [Stream-ordered reuse]).
+  virtual void on_block_freed(int /*device*/, size_t /*bytes*/, void* /*stream*/, bool /*deferred*/) {}
 };
 
 }  // namespace slimtensor_cuda

@@ -63,6 +63,59 @@ DeviceCachingAllocator::~DeviceCachingAllocator() {
       b = next;
     }
   }
+  for (Block* b : spare_blocks_) delete b;
+}
+
+DeviceCachingAllocator::Block* DeviceCachingAllocator::new_block() {
+  if (spare_blocks_.empty()) return new Block;
+  Block* b = spare_blocks_.back();
+  spare_blocks_.pop_back();
+  return b;
+}
+
+void DeviceCachingAllocator::delete_block(Block* b) {
+  if (spare_blocks_.size() >= kSpareNodes) {
+    delete b;
+    return;
+  }
+  std::vector<void*> uses = std::move(b->stream_uses);
+  uses.clear();
+  *b = Block{};
+  b->stream_uses = std::move(uses);  // keeps its capacity
+  spare_blocks_.push_back(b);
+}
+
+void DeviceCachingAllocator::pool_insert(Pool& pool, Block* b) {
+  if (spare_pool_nodes_.empty()) {
+    pool.insert(b);
+    return;
+  }
+  Pool::node_type node = std::move(spare_pool_nodes_.back());
+  spare_pool_nodes_.pop_back();
+  node.value() = b;
+  pool.insert(std::move(node));
+}
+
+void DeviceCachingAllocator::pool_erase(Pool& pool, Pool::iterator it) {
+  Pool::node_type node = pool.extract(it);
+  if (spare_pool_nodes_.size() < kSpareNodes) spare_pool_nodes_.push_back(std::move(node));
+}
+
+void DeviceCachingAllocator::map_insert(Block* b) {
+  if (spare_map_nodes_.empty()) {
+    allocated_.emplace(b->ptr, b);
+    return;
+  }
+  BlockMap::node_type node = std::move(spare_map_nodes_.back());
+  spare_map_nodes_.pop_back();
+  node.key() = b->ptr;
+  node.mapped() = b;
+  allocated_.insert(std::move(node));
+}
+
+void DeviceCachingAllocator::map_erase(BlockMap::iterator it) {
+  BlockMap::node_type node = allocated_.extract(it);
+  if (spare_map_nodes_.size() < kSpareNodes) spare_map_nodes_.push_back(std::move(node));
 }
 
 size_t DeviceCachingAllocator::round_size(size_t bytes) {
@@ -91,7 +144,7 @@ DeviceCachingAllocator::Block* DeviceCachingAllocator::take_free_block(bool smal
   // and an oversize request does not take a block much larger than itself.
   if (rounded < config_.max_split_size && b->size >= config_.max_split_size) return nullptr;
   if (rounded >= config_.max_split_size && b->size - rounded >= config_.large_segment) return nullptr;
-  pool.erase(it);
+  pool_erase(pool, it);
   return b;
 }
 
@@ -178,7 +231,7 @@ AllocStatus DeviceCachingAllocator::allocate(size_t bytes, void* stream, void** 
       observer_->on_segment_reserved(device_, want);
       observer_->on_raw_malloc(device_, want, stream);
     }
-    b = new Block;
+    b = new_block();
     b->stream = stream;
     b->size = want;
     b->ptr = static_cast<char*>(raw);
@@ -186,7 +239,7 @@ AllocStatus DeviceCachingAllocator::allocate(size_t bytes, void* stream, void** 
   }
 
   if (should_split(b, rounded)) {
-    Block* rest = new Block;
+    Block* rest = new_block();
     rest->stream = stream;
     rest->small = b->small;
     rest->ptr = b->ptr + rounded;
@@ -197,7 +250,7 @@ AllocStatus DeviceCachingAllocator::allocate(size_t bytes, void* stream, void** 
     b->next = rest;
     b->size = rounded;
     rest->state = State::Free;
-    pool_for(rest->small).insert(rest);
+    pool_insert(pool_for(rest->small), rest);
     stats_.cached_bytes += static_cast<int64_t>(rest->size);
     ++stats_.splits;
   }
@@ -206,7 +259,7 @@ AllocStatus DeviceCachingAllocator::allocate(size_t bytes, void* stream, void** 
   b->stream_uses.clear();
   auto capture = capturing_.find(stream);
   b->graph_pool = capture == capturing_.end() ? 0 : capture->second;
-  allocated_.emplace(b->ptr, b);
+  map_insert(b);
   stats_.allocated_bytes += static_cast<int64_t>(b->size);
   stats_.requested_bytes += static_cast<int64_t>(bytes);
   ++stats_.active_blocks;
@@ -227,7 +280,7 @@ bool DeviceCachingAllocator::free(void* ptr, void* stream, std::string* error) {
     return false;
   }
   Block* b = it->second;
-  allocated_.erase(it);
+  map_erase(it);
   if (b->graph_pool != 0) {  // Note [Graph pools]: held until the graph is gone
     auto pool = graph_pools_.find(b->graph_pool);
     if (pool != graph_pools_.end()) {
@@ -244,6 +297,7 @@ bool DeviceCachingAllocator::free(void* ptr, void* stream, std::string* error) {
   if (stream != b->stream && std::find(b->stream_uses.begin(), b->stream_uses.end(), stream) == b->stream_uses.end()) {
     b->stream_uses.push_back(stream);
   }
+  if (observer_) observer_->on_block_freed(device_, b->size, stream, !b->stream_uses.empty());
   if (b->stream_uses.empty()) {
     free_block(b);
   } else {
@@ -302,7 +356,8 @@ void DeviceCachingAllocator::free_block(Block* b) {
   // Merge with free neighbours of the same segment (they share the block's stream by construction).
   for (Block* n : {b->prev, b->next}) {
     if (n == nullptr || n->state != State::Free) continue;
-    pool.erase(n);
+    const auto at = pool.find(n);
+    if (at != pool.end()) pool_erase(pool, at);
     stats_.cached_bytes -= static_cast<int64_t>(n->size);
     if (n == b->prev) {
       b->ptr = n->ptr;
@@ -313,10 +368,10 @@ void DeviceCachingAllocator::free_block(Block* b) {
       if (b->next) b->next->prev = b;
     }
     b->size += n->size;
-    delete n;
+    delete_block(n);
     ++stats_.merges;
   }
-  pool.insert(b);
+  pool_insert(pool, b);
   stats_.cached_bytes += static_cast<int64_t>(b->size);
 }
 

@@ -161,7 +161,19 @@ class DeviceCachingAllocator {
     Block* block;
   };
 
+  using BlockMap = std::unordered_map<const void*, Block*>;
+
   Pool& pool_for(bool small) { return small ? small_pool_ : large_pool_; }
+  // Note [Node recycling]: a cache hit splits a block and the free merges it back, so every
+  // allocate/free pair would create and destroy a Block, a pool node and a map node. Spare ones are
+  // kept (at most kSpareNodes of each kind) and reused: the policy is unchanged, the heap is left alone.
+  static constexpr size_t kSpareNodes = 64;
+  Block* new_block();
+  void delete_block(Block* b);
+  void pool_insert(Pool& pool, Block* b);
+  void pool_erase(Pool& pool, Pool::iterator it);
+  void map_insert(Block* b);
+  void map_erase(BlockMap::iterator it);
   size_t segment_size(size_t rounded) const;
   Block* take_free_block(bool small, size_t rounded, void* stream);
   bool should_split(const Block* b, size_t rounded) const;
@@ -178,8 +190,11 @@ class DeviceCachingAllocator {
   AllocatorObserver* const observer_;
   mutable std::mutex mutex_;
   Pool small_pool_, large_pool_;
-  std::unordered_map<const void*, Block*> allocated_;
+  BlockMap allocated_;
   std::deque<PendingEvent> pending_;
+  std::vector<Block*> spare_blocks_;
+  std::vector<Pool::node_type> spare_pool_nodes_;
+  std::vector<BlockMap::node_type> spare_map_nodes_;
   AllocatorStats stats_;
   uint64_t next_pool_ = 1;
   std::unordered_map<const void*, uint64_t> capturing_;            // stream -> pool being captured into

@@ -92,6 +92,8 @@ class CoreObserver final : public AllocatorObserver {
   }
   void on_segment_released(int device, size_t bytes) override {
     if (g_core && g_core->note_device_memory) g_core->note_device_memory(1, device, -static_cast<int64_t>(bytes));
+    if (core_has_1_1() && g_core->trace_device_event)
+      g_core->trace_device_event(1, device, "cudaFree", static_cast<int64_t>(bytes), nullptr);
   }
   void on_cache_hit(int device, size_t bytes, void* stream) override {
     if (core_has_1_1() && g_core->trace_device_event)
@@ -100,6 +102,10 @@ class CoreObserver final : public AllocatorObserver {
   void on_raw_malloc(int device, size_t bytes, void* stream) override {
     if (core_has_1_1() && g_core->trace_device_event)
       g_core->trace_device_event(1, device, "malloc", static_cast<int64_t>(bytes), stream);
+  }
+  void on_block_freed(int device, size_t bytes, void* stream, bool deferred) override {
+    if (core_has_1_1() && g_core->trace_device_event)
+      g_core->trace_device_event(1, device, deferred ? "free_deferred" : "free", static_cast<int64_t>(bytes), stream);
   }
 };
 

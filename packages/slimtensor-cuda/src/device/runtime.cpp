@@ -107,4 +107,26 @@ bool enable_peer_access(int device, int peer) {
   return s == 1;
 }
 
+namespace {
+std::atomic<int> g_peer_route{static_cast<int>(PeerRoute::Auto)};
+std::atomic<int64_t> g_direct_copies{0}, g_staged_copies{0};
+}  // namespace
+
+void set_peer_route(PeerRoute route) { g_peer_route.store(static_cast<int>(route), std::memory_order_relaxed); }
+
+bool takes_peer_path(int dst, int src) {
+  return dst != src || g_peer_route.load(std::memory_order_relaxed) == static_cast<int>(PeerRoute::Staged);
+}
+
+bool peer_reads_directly(int dst, int src) {
+  const bool forced = g_peer_route.load(std::memory_order_relaxed) == static_cast<int>(PeerRoute::Staged);
+  const bool direct = !forced && enable_peer_access(dst, src);
+  (direct ? g_direct_copies : g_staged_copies).fetch_add(1, std::memory_order_relaxed);
+  return direct;
+}
+
+PeerCopyCounts peer_copy_counts() {
+  return {g_direct_copies.load(std::memory_order_relaxed), g_staged_copies.load(std::memory_order_relaxed)};
+}
+
 }  // namespace slimtensor_cuda

@@ -51,4 +51,26 @@ class DeviceGuard {
 // Peer access from `device` to `peer` (enabled once); false when the GPUs cannot.
 bool enable_peer_access(int device, int peer);
 
+// Note [Peer copies]
+// A copy from GPU `src` to GPU `dst` runs on dst's stream after the work queued so far on src's current
+// stream (an event recorded there and waited on). A strided or converting copy then reads the source
+// directly when dst may access src's memory (cudaDeviceCanAccessPeer, peer access enabled once per pair);
+// otherwise it is *staged*: the source's extent is first moved into a block of dst's allocator with
+// cudaMemcpyPeerAsync (which the runtime routes through the host when the GPUs cannot reach each other),
+// the kernel reads that block, and the block is freed stream-ordered after it. Contiguous same-dtype copies
+// are one cudaMemcpyPeerAsync, which stages by itself. PeerRoute::Staged forces the staged route on every
+// device-to-device copy, the same GPU included, so that a machine with one GPU tests it (the private
+// slimtensor_cuda._C._set_peer_route("staged")); peer_copy_counts() counts the routes taken.
+enum class PeerRoute { Auto, Staged };
+void set_peer_route(PeerRoute route);
+// True when a copy from `src` to `dst` takes the peer path (different GPUs, or the staged route forced).
+bool takes_peer_path(int dst, int src);
+// True when that copy reads `src` directly; false when it is staged. Counts the route taken.
+bool peer_reads_directly(int dst, int src);
+struct PeerCopyCounts {
+  int64_t direct;
+  int64_t staged;
+};
+PeerCopyCounts peer_copy_counts();
+
 }  // namespace slimtensor_cuda

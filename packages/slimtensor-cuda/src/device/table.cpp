@@ -178,13 +178,13 @@ int t_copy_on_device(void*, st_memory_ref dst, st_memory_ref src, uint64_t nbyte
   DeviceGuard g(dst.device_index);
   ST_CUDA_TRY("copy_on_device", "cudaSetDevice", g.status());
   const cudaStream_t s = resolve_stream(dst.device_index, stream);
-  if (dst.device_index == src.device_index) {
+  if (!takes_peer_path(dst.device_index, src.device_index)) {
     ST_CUDA_TRY("copy_on_device", "cudaMemcpyAsync (device to device)",
                 cudaMemcpyAsync(d, s_ptr, nbytes, cudaMemcpyDeviceToDevice, s));
     return 0;
   }
-  // Peer copy: direct when the GPUs allow peer access, else the runtime stages it through the host.
-  enable_peer_access(dst.device_index, src.device_index);
+  // Peer copy (Note [Peer copies]): direct when the GPUs allow peer access, else the runtime stages it.
+  peer_reads_directly(dst.device_index, src.device_index);
   if (order_after("copy_on_device", src.device_index, dst.device_index, s)) return 1;
   ST_CUDA_TRY("copy_on_device", "cudaMemcpyPeerAsync",
               cudaMemcpyPeerAsync(d, dst.device_index, s_ptr, src.device_index, nbytes, s));
@@ -224,9 +224,9 @@ int t_copy_strided_v2(void*, const st_strided_copy_v2* desc, void* stream) {
   ST_CUDA_TRY(fn, "cudaSetDevice", g.status());
   const cudaStream_t st = resolve_stream(di, stream);
   void* staged = nullptr;
-  if (si != di) {
+  if (takes_peer_path(di, si)) {  // Note [Peer copies]
     if (order_after(fn, si, di, st)) return 1;
-    if (!enable_peer_access(di, si)) {
+    if (!peer_reads_directly(di, si)) {
       // No peer access: move the source's extent to this device first (stream-ordered), then convert here.
       int64_t extent = 0, bytes = 0;
       if (!extent_elements(l, true, &extent) || __builtin_mul_overflow(extent, static_cast<int64_t>(ss), &bytes)) {
@@ -316,7 +316,8 @@ int t_event_record(void*, int32_t index, void* event, void* stream) {
   if (check_device("event_record", index)) return 1;
   DeviceGuard g(index);
   ST_CUDA_TRY("event_record", "cudaSetDevice", g.status());
-  ST_CUDA_TRY("event_record", "cudaEventRecord", cudaEventRecord(static_cast<cudaEvent_t>(event), resolve_stream(index, stream)));
+  ST_CUDA_TRY("event_record", "cudaEventRecord",
+              cudaEventRecord(static_cast<cudaEvent_t>(event), resolve_stream(index, stream)));
   return 0;
 }
 

@@ -52,7 +52,7 @@ enum : int32_t {
 }  // namespace dt
 
 // True for the dtypes the conversions handle (the core's "convertible" set).
-ST_HD bool convertible(int32_t code) {
+ST_HD constexpr bool convertible(int32_t code) {
   switch (code) {
     case dt::U8:
     case dt::I8:

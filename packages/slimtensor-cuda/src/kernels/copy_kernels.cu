@@ -1,173 +1,184 @@
 // copy_kernels.cu: the strided/converting copy kernels and the fill kernel (Note [Copy kernel choice]).
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
-#include <numeric>
+#include <type_traits>
 
-#include "kernels/convert.cuh"
 #include "kernels/copy_kernels.h"
+#include "kernels/element_ops.cuh"
 
 namespace slimtensor_cuda {
 namespace {
+using namespace kernels;
 
-// ---- element operations ----------------------------------------------------------------------------
-struct alignas(8) Bytes16 {
-  uint64_t lo, hi;
-};
-
-template <class T>
-struct MoveOp {
-  using Elem = T;
-  __device__ __forceinline__ Elem read(const char* src, int64_t off) const {
-    return reinterpret_cast<const T*>(src)[off];
-  }
-  __device__ __forceinline__ void write(char* dst, int64_t off, const Elem& e) const {
-    reinterpret_cast<T*>(dst)[off] = e;
-  }
-};
-
-struct F32ToBF16 {
-  using Elem = uint16_t;
-  __device__ __forceinline__ Elem read(const char* src, int64_t off) const {
-    return f32_to_bf16(reinterpret_cast<const float*>(src)[off]);
-  }
-  __device__ __forceinline__ void write(char* dst, int64_t off, Elem e) const {
-    reinterpret_cast<uint16_t*>(dst)[off] = e;
-  }
-};
-struct BF16ToF32 {
-  using Elem = float;
-  __device__ __forceinline__ Elem read(const char* src, int64_t off) const {
-    return bf16_to_f32(reinterpret_cast<const uint16_t*>(src)[off]);
-  }
-  __device__ __forceinline__ void write(char* dst, int64_t off, Elem e) const {
-    reinterpret_cast<float*>(dst)[off] = e;
-  }
-};
-struct F32ToF16 {
-  using Elem = uint16_t;
-  __device__ __forceinline__ Elem read(const char* src, int64_t off) const {
-    return f32_to_f16(reinterpret_cast<const float*>(src)[off]);
-  }
-  __device__ __forceinline__ void write(char* dst, int64_t off, Elem e) const {
-    reinterpret_cast<uint16_t*>(dst)[off] = e;
-  }
-};
-struct F16ToF32 {
-  using Elem = float;
-  __device__ __forceinline__ Elem read(const char* src, int64_t off) const {
-    return f16_to_f32(reinterpret_cast<const uint16_t*>(src)[off]);
-  }
-  __device__ __forceinline__ void write(char* dst, int64_t off, Elem e) const {
-    reinterpret_cast<float*>(dst)[off] = e;
-  }
-};
-
-// Any convertible pair, decided per element by the (uniform) dtype codes.
-struct GenericOp {
-  using Elem = Bytes16;
-  int32_t src_dtype, dst_dtype;
-  int32_t src_size, dst_size;
-  __device__ __forceinline__ Elem read(const char* src, int64_t off) const {
-    Elem e{0, 0};
-    convert_element(dst_dtype, &e, src_dtype, src + off * src_size);
-    return e;
-  }
-  __device__ __forceinline__ void write(char* dst, int64_t off, const Elem& e) const {
-    char* p = dst + off * dst_size;
-    switch (dst_size) {
-      case 1: *reinterpret_cast<uint8_t*>(p) = static_cast<uint8_t>(e.lo); break;
-      case 2: *reinterpret_cast<uint16_t*>(p) = static_cast<uint16_t>(e.lo); break;
-      case 4: *reinterpret_cast<uint32_t*>(p) = static_cast<uint32_t>(e.lo); break;
-      case 8: *reinterpret_cast<uint64_t*>(p) = e.lo; break;
-      default:
-        reinterpret_cast<uint64_t*>(p)[0] = e.lo;
-        reinterpret_cast<uint64_t*>(p)[1] = e.hi;
-        break;
-    }
-  }
-};
-
-// ---- kernels -----------------------------------------------------------------------------------------
 constexpr int kThreads = 256;
 
-template <class Op, class IndexT>
-__global__ void __launch_bounds__(kThreads) elementwise_kernel(Op op, CopyLayout l, char* dst, const char* src) {
-  const IndexT n = static_cast<IndexT>(l.numel);
-  const IndexT step = static_cast<IndexT>(gridDim.x) * kThreads;
-  for (IndexT lin = static_cast<IndexT>(blockIdx.x) * kThreads + threadIdx.x; lin < n; lin += step) {
-    IndexT rem = lin;
-    int64_t so = 0, d_off = 0;
-    for (int d = l.ndim - 1; d >= 0; --d) {
-      const IndexT size = static_cast<IndexT>(l.sizes[d]);
-      const IndexT q = rem / size;
-      const IndexT r = rem - q * size;
-      so += static_cast<int64_t>(r) * l.src_strides[d];
-      d_off += static_cast<int64_t>(r) * l.dst_strides[d];
+// ---- fast division --------------------------------------------------------------------------------------
+// Note [Fast divmod]: index decomposition divides by every dim's size for every element; a hardware
+// 32-bit division is ~20 instructions, a 64-bit one far more. For a divisor d >= 1 with l = ceil(log2 d)
+// and m = floor(2^32 (2^l - d) / d) + 1, n / d == (umulhi(n, m) + n) >> l for every n < 2^31 (the sum
+// cannot overflow there). The kernels use it only on the 32-bit path (every index and offset < 2^31).
+struct Divmod {
+  uint32_t d = 1, m = 1, l = 0;
+  __device__ __forceinline__ uint32_t div(uint32_t n) const { return (__umulhi(n, m) + n) >> l; }
+};
+Divmod make_divmod(uint64_t d) {  // d in [1, 2^31]
+  Divmod r;
+  r.d = static_cast<uint32_t>(d);
+  while ((uint64_t{1} << r.l) < d) ++r.l;
+  r.m = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << r.l) - d)) / d + 1);
+  return r;
+}
+
+// ---- kernels ---------------------------------------------------------------------------------------------
+// Note [Gather kernel]: layouts whose fastest dims agree on both sides (after widening, Note [Copy kernel
+// choice]), and every strided conversion of a pair without its own PairOp: each thread moves Ilp elements
+// kThreads apart (4; 1 for GenericOp, whose per-element conversion is long code) (consecutive threads take consecutive
+// destination elements, so both sides' accesses are coalesced along the shared fast dim), decomposing each
+// linear index with Divmod on the 32-bit path, plain division on the 64-bit one.
+template <class Op>
+__host__ __device__ constexpr int gather_ilp() {
+  return std::is_same_v<Op, GenericOp<typename Op::Elem>> ? 1 : 4;
+}
+struct GatherParams {
+  int ndim;
+  int64_t numel;
+  int64_t sizes[kMaxCopyDims], src_strides[kMaxCopyDims], dst_strides[kMaxCopyDims];
+  Divmod div[kMaxCopyDims];
+};
+
+template <bool Small>
+__device__ __forceinline__ void gather_offsets(const GatherParams& p, int64_t lin, int64_t* so, int64_t* dof) {
+  if constexpr (Small) {
+    uint32_t rem = static_cast<uint32_t>(lin), s = 0, d = 0;
+    for (int k = p.ndim - 1; k > 0; --k) {
+      const uint32_t q = p.div[k].div(rem), r = rem - q * p.div[k].d;
+      s += r * static_cast<uint32_t>(p.src_strides[k]);
+      d += r * static_cast<uint32_t>(p.dst_strides[k]);
       rem = q;
     }
-    op.write(dst, d_off, op.read(src, so));
+    *so = s + rem * static_cast<uint32_t>(p.src_strides[0]);
+    *dof = d + rem * static_cast<uint32_t>(p.dst_strides[0]);
+  } else {
+    int64_t rem = lin, s = 0, d = 0;
+    for (int k = p.ndim - 1; k > 0; --k) {
+      const int64_t q = rem / p.sizes[k], r = rem - q * p.sizes[k];
+      s += r * p.src_strides[k];
+      d += r * p.dst_strides[k];
+      rem = q;
+    }
+    *so = s + rem * p.src_strides[0];
+    *dof = d + rem * p.dst_strides[0];
   }
 }
 
-// Both sides one dense run: four independent elements per thread, each access coalesced.
-template <class Op>
-__global__ void __launch_bounds__(kThreads) dense_kernel(Op op, int64_t n, char* dst, const char* src) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads * 4;
-  for (int64_t base = static_cast<int64_t>(blockIdx.x) * kThreads * 4 + threadIdx.x; base < n; base += step) {
-    typename Op::Elem e[4];
+template <class Op, bool Small>
+__global__ void __launch_bounds__(kThreads) gather_kernel(Op op, GatherParams p, char* dst, const char* src) {
+  constexpr int kGatherIlp = gather_ilp<Op>();
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * (kThreads * kGatherIlp) + threadIdx.x;
+  typename Op::Elem e[kGatherIlp];
+  int64_t doff[kGatherIlp];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const int64_t i = base + k * kThreads;
-      if (i < n) e[k] = op.read(src, i);
+  for (int k = 0; k < kGatherIlp; ++k) {
+    const int64_t lin = base + k * kThreads;
+    if (lin < p.numel) {
+      int64_t so;
+      gather_offsets<Small>(p, lin, &so, &doff[k]);
+      e[k] = op.read(src, so);
     }
+  }
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const int64_t i = base + k * kThreads;
-      if (i < n) op.write(dst, i, e[k]);
-    }
+  for (int k = 0; k < kGatherIlp; ++k) {
+    if (base + k * kThreads < p.numel) op.write(dst, doff[k], e[k]);
   }
 }
 
+// Note [Tiled transpose]: the destination's fast dim a and the source's fast dim b differ. A T x T tile
+// (rows a, columns b) goes through shared memory: the read phase walks b (the source's contiguous dim),
+// the write phase walks a (the destination's), so both global sides are coalesced. With V > 1 (a pure
+// move whose two fast dims have stride 1 and whose sizes, other strides and pointers allow it) every
+// global access is a V-element (16-byte) vector; V == 1 reads and writes single elements through Op
+// (conversions, odd strides). Every thread issues all its loads of a tile before its first shared-memory
+// store. Rows are padded to an odd number of 4-byte words so that the column-wise shared-memory accesses
+// of the other phase spread over the banks (at most 2-way conflicts for 4-byte elements). Other dims
+// form the batch: one decomposition per tile (Divmod on the 32-bit path).
 struct TransposeParams {
   int64_t size_a, src_a, dst_a;  // the destination's fast dim
   int64_t size_b, src_b, dst_b;  // the source's fast dim
   int nbatch_dims;
-  int64_t batch_sizes[kMaxCopyDims], batch_src[kMaxCopyDims], batch_dst[kMaxCopyDims];
   int64_t nbatch;
+  int64_t batch_sizes[kMaxCopyDims], batch_src[kMaxCopyDims], batch_dst[kMaxCopyDims];
+  Divmod batch_div[kMaxCopyDims];
 };
 
-// Note [Tiled transpose]: a TILE x TILE tile goes through shared memory. Reads run along b (threadIdx.x
-// walks the source's fast dim), writes along a (threadIdx.x walks the destination's fast dim), so both
-// global accesses are coalesced; the +1 column keeps the transposed shared-memory reads conflict-free.
-template <class Op, int TILE>
+template <class Op, int T, int V, bool Small>
 __global__ void __launch_bounds__(kThreads) transpose_kernel(Op op, TransposeParams p, char* dst, const char* src) {
-  constexpr int ROWS = kThreads / TILE;
-  __shared__ typename Op::Elem tile[TILE][TILE + 1];
-  const int64_t tiles_a = (p.size_a + TILE - 1) / TILE, tiles_b = (p.size_b + TILE - 1) / TILE;
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  for (int64_t batch = blockIdx.z; batch < p.nbatch; batch += gridDim.z) {
-    int64_t rem = batch, bs = 0, bd = 0;
+  using E = typename Op::Elem;
+  using I = std::conditional_t<Small, uint32_t, int64_t>;
+  constexpr int kPad = sizeof(E) >= 4 ? 1 : 4 / static_cast<int>(sizeof(E));
+  constexpr int W = T + kPad;
+  constexpr int kPerRow = T / V;                    // vectors per tile row
+  constexpr int kPerThread = T * T / V / kThreads;  // vectors per thread per phase
+  static_assert(kPerThread >= 1 && (T * T / V) % kThreads == 0, "tile must split evenly over the threads");
+  static_assert(V == 1 || std::is_same_v<Op, MoveOp<E>>, "vectorised tiles only move bytes");
+  __shared__ E tile[T * W];
+  using EV = Vec<E, V>;
+  const I size_a = static_cast<I>(p.size_a), size_b = static_cast<I>(p.size_b);
+  const I src_a = static_cast<I>(p.src_a), src_b = static_cast<I>(p.src_b);
+  const I dst_a = static_cast<I>(p.dst_a), dst_b = static_cast<I>(p.dst_b);
+  const I tiles_a = (size_a + T - 1) / T, tiles_b = (size_b + T - 1) / T;
+  for (I batch = blockIdx.z; batch < static_cast<I>(p.nbatch); batch += gridDim.z) {
+    I rem = batch, bs = 0, bd = 0;
     for (int d = p.nbatch_dims - 1; d >= 0; --d) {
-      const int64_t q = rem / p.batch_sizes[d], r = rem - q * p.batch_sizes[d];
-      bs += r * p.batch_src[d];
-      bd += r * p.batch_dst[d];
+      I q;
+      if constexpr (Small)
+        q = p.batch_div[d].div(rem);
+      else
+        q = rem / p.batch_sizes[d];
+      const I r = rem - q * static_cast<I>(p.batch_sizes[d]);
+      bs += r * static_cast<I>(p.batch_src[d]);
+      bd += r * static_cast<I>(p.batch_dst[d]);
       rem = q;
     }
-    for (int64_t ta = blockIdx.y; ta < tiles_a; ta += gridDim.y) {
-      for (int64_t tb = blockIdx.x; tb < tiles_b; tb += gridDim.x) {
-        const int64_t a0 = ta * TILE, b0 = tb * TILE;
-        const int64_t b = b0 + tx;
+    for (I ta = blockIdx.y; ta < tiles_a; ta += gridDim.y) {
+      for (I tb = blockIdx.x; tb < tiles_b; tb += gridDim.x) {
+        const I a0 = ta * T, b0 = tb * T;
+        EV buf[kPerThread];
 #pragma unroll
-        for (int r = ty; r < TILE; r += ROWS) {
-          const int64_t a = a0 + r;
-          if (a < p.size_a && b < p.size_b) tile[r][tx] = op.read(src, bs + a * p.src_a + b * p.src_b);
+        for (int j = 0; j < kPerThread; ++j) {
+          const int i = threadIdx.x + j * kThreads;
+          const I a = a0 + i / kPerRow, b = b0 + (i % kPerRow) * V;
+          if (a < size_a && b < size_b) {
+            const I off = bs + a * src_a + b * src_b;
+            if constexpr (V == 1)
+              buf[j].v[0] = op.read(src, off);
+            else
+              buf[j] = *reinterpret_cast<const EV*>(src + static_cast<int64_t>(off) * sizeof(E));
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < kPerThread; ++j) {
+          const int i = threadIdx.x + j * kThreads;
+          const int r = i / kPerRow, c = (i % kPerRow) * V;
+#pragma unroll
+          for (int k = 0; k < V; ++k) tile[r * W + c + k] = buf[j].v[k];
         }
         __syncthreads();
-        const int64_t a = a0 + tx;
 #pragma unroll
-        for (int r = ty; r < TILE; r += ROWS) {
-          const int64_t bb = b0 + r;
-          if (a < p.size_a && bb < p.size_b) op.write(dst, bd + a * p.dst_a + bb * p.dst_b, tile[tx][r]);
+        for (int j = 0; j < kPerThread; ++j) {
+          const int i = threadIdx.x + j * kThreads;
+          const int r = i / kPerRow, c = (i % kPerRow) * V;  // r: column b of the tile, c: row a
+          const I a = a0 + c, b = b0 + r;
+          if (a < size_a && b < size_b) {
+            EV out;
+#pragma unroll
+            for (int k = 0; k < V; ++k) out.v[k] = tile[(c + k) * W + r];
+            const I off = bd + a * dst_a + b * dst_b;
+            if constexpr (V == 1)
+              op.write(dst, off, out.v[0]);
+            else
+              *reinterpret_cast<EV*>(dst + static_cast<int64_t>(off) * sizeof(E)) = out;
+          }
         }
         __syncthreads();
       }
@@ -192,22 +203,62 @@ unsigned grid_for(int64_t work_items) {
   const int64_t blocks = (work_items + kThreads - 1) / kThreads;
   return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(blocks, 1 << 16)));
 }
+unsigned blocks_of(int64_t items, int64_t per_block) {
+  return static_cast<unsigned>(
+      std::max<int64_t>(1, std::min<int64_t>((items + per_block - 1) / per_block, 0x7FFFFFFF)));
+}
 
-// ---- dispatch ------------------------------------------------------------------------------------------
+// ---- dispatch --------------------------------------------------------------------------------------------
+
+// Every index and offset of the layout fits the 32-bit path (Note [Fast divmod]).
+bool small_layout(const CopyLayout& l) {
+  int64_t es = 0, ed = 0;
+  return l.numel < (int64_t{1} << 31) && extent_elements(l, true, &es) && extent_elements(l, false, &ed) &&
+         es < (int64_t{1} << 31) && ed < (int64_t{1} << 31);
+}
+
+// The variant the benchmark compares (SLIMTENSOR_CUDA_COPY_VARIANT, read at every launch so that one
+// process can compare them); 0 = the default.
+int copy_variant() {
+  const char* e = std::getenv("SLIMTENSOR_CUDA_COPY_VARIANT");
+  return e ? std::atoi(e) : 0;
+}
+
+template <class Op, int T, int V, bool Small>
+void launch_transpose(const Op& op, const TransposeParams& p, char* dst, const char* src, cudaStream_t stream) {
+  const int64_t tiles_a = (p.size_a + T - 1) / T, tiles_b = (p.size_b + T - 1) / T;
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles_b, 0x7FFFFFFF)),
+                  static_cast<unsigned>(std::min<int64_t>(tiles_a, 65535)),
+                  static_cast<unsigned>(std::min<int64_t>(p.nbatch, 65535)));
+  transpose_kernel<Op, T, V, Small><<<grid, kThreads, 0, stream>>>(op, p, dst, src);
+}
+
+// The tile edge for elements of N bytes: rows of 256 bytes (at most 128 elements, at least 32).
+template <int N>
+__host__ __device__ constexpr int tile_edge() {
+  return 256 / N > 128 ? 128 : (256 / N < 32 ? 32 : 256 / N);
+}
+
 template <class Op>
-cudaError_t run(const Op& op, const CopyLayout& l, char* dst, const char* src, int elem_bytes, cudaStream_t stream) {
+cudaError_t run(const Op& op, const CopyLayout& l, char* dst, const char* src, cudaStream_t stream) {
+  using E = typename Op::Elem;
+  constexpr int kElem = static_cast<int>(sizeof(E));
   const int n = l.ndim;
-  if (n <= 1 && (n == 0 || (l.dst_strides[0] == 1 && l.src_strides[0] == 1))) {
-    dense_kernel<Op><<<grid_for((l.numel + 3) / 4), kThreads, 0, stream>>>(op, l.numel, dst, src);
-    return cudaGetLastError();
-  }
+  const bool small = small_layout(l);
   // The destination's fast dim is the last (normalize_copy ordered them); find the source's.
   int b = -1;
   for (int d = 0; d < n; ++d) {
     if (l.src_strides[d] > 0 && (b < 0 || l.src_strides[d] < l.src_strides[b])) b = d;
   }
   const int a = n - 1;
-  if (n >= 2 && b >= 0 && b != a && l.src_strides[b] < l.src_strides[a] && l.sizes[a] >= 8 && l.sizes[b] >= 8) {
+  constexpr bool kMove = std::is_same_v<Op, MoveOp<E>>;
+  // Note [Compile time]: every tile kernel is a fully unrolled body per element type; with the general
+  // conversion inlined 16 times per thread they took most of the plugin's build. So tiles serve moves
+  // and the four hot conversion pairs (PairOp) on the 32-bit path, and only scalar moves on the 64-bit
+  // one (past 2^31 elements); other strided conversions take the gather kernel.
+  const bool tiled = kMove || (small && !std::is_same_v<Op, GenericOp<E>>);
+  if (tiled && n >= 2 && b >= 0 && b != a && l.src_strides[b] < l.src_strides[a] && l.sizes[a] >= 8 &&
+      l.sizes[b] >= 8) {
     TransposeParams p{};
     p.size_a = l.sizes[a];
     p.src_a = l.src_strides[a];
@@ -216,34 +267,107 @@ cudaError_t run(const Op& op, const CopyLayout& l, char* dst, const char* src, i
     p.src_b = l.src_strides[b];
     p.dst_b = l.dst_strides[b];
     p.nbatch = 1;
+    bool strides_vec = true;  // every other stride a whole number of vectors
+    constexpr int V = 16 / kElem;
     for (int d = 0; d < n; ++d) {
       if (d == a || d == b) continue;
       p.batch_sizes[p.nbatch_dims] = l.sizes[d];
       p.batch_src[p.nbatch_dims] = l.src_strides[d];
       p.batch_dst[p.nbatch_dims] = l.dst_strides[d];
+      p.batch_div[p.nbatch_dims] = make_divmod(small ? l.sizes[d] : 1);
+      strides_vec = strides_vec && l.src_strides[d] % V == 0 && l.dst_strides[d] % V == 0;
       ++p.nbatch_dims;
       p.nbatch *= l.sizes[d];  // <= numel: no overflow
     }
-    auto launch = [&](auto tile_tag) {
-      constexpr int TILE = decltype(tile_tag)::value;
-      const int64_t tiles_a = (p.size_a + TILE - 1) / TILE, tiles_b = (p.size_b + TILE - 1) / TILE;
-      const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles_b, 0x7FFFFFFF)),
-                      static_cast<unsigned>(std::min<int64_t>(tiles_a, 65535)),
-                      static_cast<unsigned>(std::min<int64_t>(p.nbatch, 65535)));
-      transpose_kernel<Op, TILE><<<grid, dim3(TILE, kThreads / TILE), 0, stream>>>(op, p, dst, src);
-    };
-    if (elem_bytes <= 2)
-      launch(std::integral_constant<int, 64>{});
-    else
-      launch(std::integral_constant<int, 32>{});
-    return cudaGetLastError();
+    const bool vec = kMove && small && V > 1 && copy_variant() != 2 && p.src_b == 1 && p.dst_a == 1 &&
+                     p.size_a % V == 0 && p.size_b % V == 0 && p.src_a % V == 0 && p.dst_b % V == 0 && strides_vec &&
+                     aligned(src, 16) && aligned(dst, 16);
+    if constexpr (kMove && V > 1) {
+      if (vec) {
+        constexpr int kHalf = tile_edge<kElem>() / 2;
+        if (copy_variant() == 1 && kHalf * kHalf / V >= kThreads)
+          launch_transpose<Op, (kHalf * kHalf / V >= kThreads ? kHalf : tile_edge<kElem>()), V, true>(op, p, dst, src,
+                                                                                                      stream);
+        else
+          launch_transpose<Op, tile_edge<kElem>(), V, true>(op, p, dst, src, stream);
+        return cudaGetLastError();
+      }
+    }
+    constexpr int kScalarTile = kElem > 8 ? 32 : 64;  // 16-byte elements: 16 KiB of shared memory
+    if constexpr (!std::is_same_v<Op, GenericOp<E>>) {
+      if (small) {
+        launch_transpose<Op, kScalarTile, 1, true>(op, p, dst, src, stream);
+        return cudaGetLastError();
+      }
+      if constexpr (kMove) {
+        launch_transpose<Op, kScalarTile, 1, false>(op, p, dst, src, stream);
+        return cudaGetLastError();
+      }
+    }
   }
-  if (l.numel <= 0xFFFFFFFFll) {
-    elementwise_kernel<Op, uint32_t><<<grid_for(l.numel), kThreads, 0, stream>>>(op, l, dst, src);
-  } else {
-    elementwise_kernel<Op, uint64_t><<<grid_for(l.numel), kThreads, 0, stream>>>(op, l, dst, src);
+  GatherParams g{};
+  g.ndim = n;
+  g.numel = l.numel;
+  for (int d = 0; d < n; ++d) {
+    g.sizes[d] = l.sizes[d];
+    g.src_strides[d] = l.src_strides[d];
+    g.dst_strides[d] = l.dst_strides[d];
+    g.div[d] = make_divmod(small ? l.sizes[d] : 1);
   }
+  if (n == 0) {  // one element
+    g.ndim = 1;
+    g.sizes[0] = 1;
+  }
+  const unsigned blocks = blocks_of(l.numel, kThreads * gather_ilp<Op>());
+  if (small)
+    gather_kernel<Op, true><<<blocks, kThreads, 0, stream>>>(op, g, dst, src);
+  else
+    gather_kernel<Op, false><<<blocks, kThreads, 0, stream>>>(op, g, dst, src);
   return cudaGetLastError();
+}
+
+// Note [Copy widening]: a pure move whose destination-fast dim has stride 1 on both sides moves W-byte
+// words instead of elements (W = 16, 8, 4 or 2 bytes, the widest that the dim's byte length, every other
+// stride's byte length and both pointers allow): a (N, C, 2) float32 permute becomes a transpose of 8-byte
+// words, a slice of rows a gather of 16-byte words.
+int widen(CopyLayout* l, int elem, const char* dst, const char* src) {
+  const int last = l->ndim - 1;
+  if (last < 0 || l->dst_strides[last] != 1 || l->src_strides[last] != 1) return elem;
+  int w = 16;
+  for (; w > elem; w /= 2) {
+    bool ok = aligned(dst, w) && aligned(src, w) && (l->sizes[last] * elem) % w == 0;
+    for (int d = 0; ok && d < last; ++d)
+      ok = (l->src_strides[d] * elem) % w == 0 && (l->dst_strides[d] * elem) % w == 0;
+    if (ok) break;
+  }
+  if (w == elem) return elem;
+  const int f = w / elem;
+  CopyLayout wide;
+  int m = 0;
+  for (int d = 0; d <= last; ++d) {
+    const int64_t size = d == last ? l->sizes[d] / f : l->sizes[d];
+    if (size == 1) continue;
+    wide.sizes[m] = size;
+    wide.src_strides[m] = d == last ? 1 : l->src_strides[d] / f;
+    wide.dst_strides[m] = d == last ? 1 : l->dst_strides[d] / f;
+    ++m;
+  }
+  wide.ndim = m;
+  wide.numel = l->numel / f;
+  *l = wide;
+  return w;
+}
+
+template <template <class> class OpT, class... Args>
+cudaError_t by_size(int size, const CopyLayout& l, char* dst, const char* src, cudaStream_t stream, Args... args) {
+  switch (size) {
+    case 1: return run(OpT<uint8_t>{args...}, l, dst, src, stream);
+    case 2: return run(OpT<uint16_t>{args...}, l, dst, src, stream);
+    case 4: return run(OpT<uint32_t>{args...}, l, dst, src, stream);
+    case 8: return run(OpT<uint64_t>{args...}, l, dst, src, stream);
+    case 16: return run(OpT<Bytes16>{args...}, l, dst, src, stream);
+    default: return cudaErrorInvalidValue;
+  }
 }
 
 }  // namespace
@@ -342,30 +466,27 @@ bool extent_elements(const CopyLayout& l, bool src_side, int64_t* out) {
   return true;
 }
 
-cudaError_t launch_strided_copy(const CopyLayout& l, void* dst_v, int32_t dst_dtype, int dst_size, const void* src_v,
-                                int32_t src_dtype, int src_size, cudaStream_t stream) {
-  if (l.numel == 0) return cudaSuccess;
+cudaError_t launch_strided_copy(const CopyLayout& layout, void* dst_v, int32_t dst_dtype, int dst_size,
+                                const void* src_v, int32_t src_dtype, int src_size, cudaStream_t stream) {
+  if (layout.numel == 0) return cudaSuccess;
   char* dst = static_cast<char*>(dst_v);
   const char* src = static_cast<const char*>(src_v);
+  const bool dense = layout.ndim == 0 || (layout.ndim == 1 && layout.dst_strides[0] == 1 && layout.src_strides[0] == 1);
   if (dst_dtype == src_dtype) {
-    if (l.ndim == 0 || (l.ndim == 1 && l.dst_strides[0] == 1 && l.src_strides[0] == 1)) {
-      return cudaMemcpyAsync(dst, src, static_cast<size_t>(l.numel) * dst_size, cudaMemcpyDeviceToDevice, stream);
+    if (dense) {
+      return cudaMemcpyAsync(dst, src, static_cast<size_t>(layout.numel) * dst_size, cudaMemcpyDeviceToDevice, stream);
     }
-    switch (dst_size) {
-      case 1: return run(MoveOp<uint8_t>{}, l, dst, src, 1, stream);
-      case 2: return run(MoveOp<uint16_t>{}, l, dst, src, 2, stream);
-      case 4: return run(MoveOp<uint32_t>{}, l, dst, src, 4, stream);
-      case 8: return run(MoveOp<uint64_t>{}, l, dst, src, 8, stream);
-      case 16: return run(MoveOp<Bytes16>{}, l, dst, src, 16, stream);
-      default: return cudaErrorInvalidValue;
-    }
+    CopyLayout l = layout;
+    const int w = widen(&l, dst_size, dst, src);
+    return by_size<MoveOp>(w, l, dst, src, stream);
   }
-  if (src_dtype == dt::F32 && dst_dtype == dt::BF16) return run(F32ToBF16{}, l, dst, src, 2, stream);
-  if (src_dtype == dt::BF16 && dst_dtype == dt::F32) return run(BF16ToF32{}, l, dst, src, 4, stream);
-  if (src_dtype == dt::F32 && dst_dtype == dt::F16) return run(F32ToF16{}, l, dst, src, 2, stream);
-  if (src_dtype == dt::F16 && dst_dtype == dt::F32) return run(F16ToF32{}, l, dst, src, 4, stream);
-  return run(GenericOp{src_dtype, dst_dtype, src_size, dst_size}, l, dst, src, std::max(src_size, dst_size) > 4 ? 8 : 4,
-             stream);
+  cudaError_t err = cudaSuccess;
+  if (dense && launch_dense_convert(src_dtype, dst_dtype, layout.numel, dst, src, stream, &err)) return err;
+  if (src_dtype == dt::F32 && dst_dtype == dt::BF16) return run(PairOp<dt::F32, dt::BF16>{}, layout, dst, src, stream);
+  if (src_dtype == dt::BF16 && dst_dtype == dt::F32) return run(PairOp<dt::BF16, dt::F32>{}, layout, dst, src, stream);
+  if (src_dtype == dt::F32 && dst_dtype == dt::F16) return run(PairOp<dt::F32, dt::F16>{}, layout, dst, src, stream);
+  if (src_dtype == dt::F16 && dst_dtype == dt::F32) return run(PairOp<dt::F16, dt::F32>{}, layout, dst, src, stream);
+  return by_size<GenericOp>(dst_size, layout, dst, src, stream, src_dtype, dst_dtype, src_size);
 }
 
 cudaError_t launch_fill(void* dst, uint64_t nbytes, const void* pattern, uint32_t size, cudaStream_t stream) {

@@ -3,15 +3,19 @@
 // Note [Copy kernel choice]
 // copy_strided_v2 normalises the layout first (normalize_copy: size-1 dims dropped, dims ordered by the
 // destination's strides, mergeable neighbours merged), then:
-//   - same dtype, both sides one dense run          -> cudaMemcpyAsync (by the caller);
-//   - both sides dense, different dtypes            -> a 1-D conversion kernel;
-//   - the fastest-moving dims of src and dst differ -> a tiled transpose through shared memory: a tile
-//     is read along the source's fast dim and written along the destination's, both coalesced; the
-//     other dims are a batch (one offset computation per tile, not per element);
-//   - otherwise                                     -> an N-d elementwise kernel (32-bit index math
-//     when the element count allows it).
-// Each kernel is templated on the element operation: a byte move of 1/2/4/8/16 bytes, the four hot
-// float32 <-> bfloat16/float16 conversions, or the general conversion (convert.cuh) chosen per element.
+//   - same dtype, both sides one dense run          -> cudaMemcpyAsync;
+//   - same dtype otherwise: widened first (Note [Copy widening]: a dim with stride 1 on both sides moves
+//     as 2/4/8/16-byte words), then as below;
+//   - both sides dense, different dtypes            -> one kernel per dtype pair (dense_convert.cu): 32
+//     bytes per thread on the wider side, vector accesses on both (unaligned pointers: the strided path);
+//   - the fastest-moving dims of src and dst differ -> a tiled transpose through shared memory (Note [Tiled
+//     transpose]): 16-byte vectors on both global sides when strides and pointers allow, else one element
+//     per access; the other dims are a batch (one decomposition per tile);
+//   - otherwise                                     -> the gather kernel (Note [Gather kernel]).
+// Index arithmetic is 32-bit with precomputed divisors (Note [Fast divmod]) whenever every offset is
+// below 2^31, 64-bit otherwise. The element operation is a byte move of 1/2/4/8/16 bytes, one of the four
+// hot float32 <-> bfloat16/float16 conversions (PairOp), or the general conversion (convert.cuh) chosen
+// per element (GenericOp); Note [Compile time] says which kernels each gets.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -41,6 +45,11 @@ bool extent_elements(const CopyLayout& l, bool src_side, int64_t* out);
 // Launches the copy on `stream` (the current device must be the destination's). 0 or a CUDA error.
 cudaError_t launch_strided_copy(const CopyLayout& layout, void* dst, int32_t dst_dtype, int dst_size, const void* src,
                                 int32_t src_dtype, int src_size, cudaStream_t stream);
+// Both sides one dense run of n elements, dtypes s -> d differ (dense_convert.cu): launches the pair's
+// vectorised kernel, *err its launch status; false (nothing launched) when a pointer is not aligned to the
+// pair's vectors, so the caller takes the strided path.
+bool launch_dense_convert(int32_t s, int32_t d, int64_t n, char* dst, const char* src, cudaStream_t stream,
+                          cudaError_t* err);
 // Fills nbytes at dst with the pattern (1..16 bytes, nbytes a multiple of it).
 cudaError_t launch_fill(void* dst, uint64_t nbytes, const void* pattern, uint32_t pattern_size, cudaStream_t stream);
 

@@ -97,6 +97,26 @@ NB_MODULE(_C, m) {
     return std::string(r);
   });
   m.def("device_count", []() { return device_count(); });
+  m.def(
+      "_set_peer_route",
+      [](const std::string& route) {
+        if (route != "auto" && route != "staged")
+          throw nb::value_error(("_set_peer_route(): route must be 'auto' or 'staged', got '" + route + "'").c_str());
+        set_peer_route(route == "staged" ? PeerRoute::Staged : PeerRoute::Auto);
+      },
+      nb::arg("route"),
+      "Tests only (Note [Peer copies]): 'staged' sends every device-to-device copy, the same GPU included, "
+      "through the staged peer route; 'auto' restores the normal choice.");
+  m.def(
+      "_peer_copy_counts",
+      []() {
+        const PeerCopyCounts c = peer_copy_counts();
+        nb::dict d;
+        d["direct"] = c.direct;
+        d["staged"] = c.staged;
+        return d;
+      },
+      "Device-to-device copies that took the peer path so far: read directly, or staged (Note [Peer copies]).");
   m.def("current_device", []() { return resolve_device(std::nullopt, "current_device"); });
   m.def(
       "set_device",

@@ -29,13 +29,14 @@ validate = _schema.validate
 
 
 def _all_cases(libs: Libs, quick: bool) -> list[Case]:
-    from . import cases_aoti, cases_calls, cases_copies, cases_memory
+    from . import cases_aoti, cases_calls, cases_copies, cases_cuda, cases_memory
 
     return [
         *cases_calls.cases(libs, quick),
         *cases_copies.cases(libs, quick),
         *cases_memory.cases(libs, quick),
         *cases_aoti.cases(libs, quick),
+        *cases_cuda.cases(libs, quick),
     ]
 
 
@@ -120,6 +121,12 @@ def run(
             if bar is not None:
                 bar.set_description(case.id[:48])
             results = None
+            if case.skipped is None and case.batch is not None:
+                for sub, sub_results in case.batch(_settings(case, quick)):
+                    out["cases"].append(to_json(sub, sub_results))
+                if bar is not None:
+                    bar.update(1)
+                continue
             if case.skipped is None and case.run is not None:
                 with _threads(libs, case.threads) as info:
                     try:

@@ -53,6 +53,9 @@ class Case:
     skipped: str | None = None  # the whole case cannot run here, and why
     threads: int = 1
     extra: dict = field(default_factory=dict)
+    # A case measured elsewhere in one go (the CUDA cases, Note [CUDA bench cases]): returns the cases it
+    # measured with their results, which replace this one in the output.
+    batch: Callable[[Settings], list[tuple[Case, dict[str, LibResult]]]] | None = None
 
 
 def ratios(results: dict[str, LibResult]) -> dict[str, float]:

@@ -6,6 +6,11 @@ import math
 
 from ._case import LIBS
 
+# The CUDA cases (group "cuda", Note [CUDA bench cases]) have their own columns: their peers are torch,
+# cupy and cudaMemcpy, measured on the GPU in the same run.
+CUDA_LIBS = ("slimtensor", "torch", "cupy", "cudaMemcpy")
+CUDA_RATIOS = ("torch", "cupy", "cudaMemcpy")
+
 
 def fmt_time(s: float) -> str:
     if s < 1e-8:
@@ -39,7 +44,12 @@ def fmt_value(case: dict, r: dict) -> str:
 def table(results: dict) -> str:
     """One line per case: each library's median (GB/s for copies) and slimtensor's ratio to each peer."""
     rows = [("case", *LIBS, "vs numpy", "vs torch")]
+    cuda = [c for c in results["cases"] if c["group"] == "cuda"]
+    if cuda and len(cuda) == len(results["cases"]):  # a CUDA-only run (--filter cuda): its table alone
+        return cuda_table(cuda)
     for case in results["cases"]:
+        if case["group"] == "cuda":
+            continue
         if case.get("skipped"):
             rows.append((case["id"], f"skipped: {case['skipped']}", "", "", "", ""))
             continue
@@ -59,6 +69,56 @@ def table(results: dict) -> str:
                 )
             )
     lines.append("ratios: peer median / slimtensor median (> 1: slimtensor is faster, or smaller for bytes)")
+    if cuda:
+        lines += ["", cuda_table(cuda)]
+    return "\n".join(lines)
+
+
+def _cuda_rows(cases: list[dict]) -> list[tuple[str, ...]]:
+    rows = []
+    for case in cases:
+        if case.get("skipped"):
+            rows.append((case["id"], f"skipped: {case['skipped']}"))
+            continue
+        res, ratios = case["results"], case["ratios"]
+        cells = [fmt_value(case, res.get(lib, {"skipped": ""})) for lib in CUDA_LIBS]
+        rat = [f"{ratios[p]:.2f}x" if p in ratios else "-" for p in CUDA_RATIOS]
+        rows.append((case["id"], *cells, *rat))
+    return rows
+
+
+def cuda_table(cases: list[dict]) -> str:
+    """The CUDA cases: GB/s (or time per call) of slimtensor, torch, cupy and cudaMemcpy, and the ratios."""
+    head = ("case", *CUDA_LIBS, *(f"vs {p}" for p in CUDA_RATIOS))
+    rows = _cuda_rows(cases)
+    full = [r for r in [head, *rows] if len(r) == len(head)]
+    widths = [max(len(r[i]) for r in full) for i in range(len(head))]
+    lines = []
+    for r in [head, *rows]:
+        if len(r) != len(head):
+            lines.append(f"{r[0]:<{widths[0]}}  {r[1]}")
+        else:
+            lines.append(
+                "  ".join(
+                    c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
+                )
+            )
+    lines.append(
+        "CUDA: GB/s count bytes read + written; vs cudaMemcpy = slimtensor's share of a contiguous "
+        "device-to-device cudaMemcpy of the same bytes"
+    )
+    return "\n".join(lines)
+
+
+def cuda_markdown(cases: list[dict]) -> str:
+    """The CUDA cases as a markdown table (the columns of cuda_table)."""
+    head = ("case", *CUDA_LIBS, *(f"vs {p}" for p in CUDA_RATIOS))
+    lines = ["| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
+    for r in _cuda_rows(cases):
+        if len(r) != len(head):
+            lines.append(f"| `{r[0]}` | {r[1]} |" + " |" * (len(head) - 2))
+        else:
+            lines.append(f"| `{r[0]}` | " + " | ".join(r[1:]) + " |")
     return "\n".join(lines)
 
 
@@ -115,6 +175,10 @@ def markdown(results: dict, ids: list[str] | None = None) -> str:
     """A markdown table of the cases (all, or `ids` in that order): each library's median and the ratios."""
     by_id = {c["id"]: c for c in results["cases"]}
     chosen = [by_id[i] for i in ids if i in by_id] if ids is not None else list(results["cases"])
+    cuda = [c for c in chosen if c["group"] == "cuda"]
+    chosen = [c for c in chosen if c["group"] != "cuda"]
+    if cuda and not chosen:  # a CUDA-only run: its table alone
+        return cuda_markdown(cuda)
     lines = ["| case | slimtensor | numpy | torch | vs numpy | vs torch |", "|---|---:|---:|---:|---:|---:|"]
     for case in chosen:
         if case.get("skipped"):
@@ -123,4 +187,6 @@ def markdown(results: dict, ids: list[str] | None = None) -> str:
         cells = [fmt_value(case, case["results"].get(lib, {"skipped": ""})) for lib in LIBS]
         rat = [f"{case['ratios'][p]:.2f}x" if p in case["ratios"] else "-" for p in ("numpy", "torch")]
         lines.append(f"| `{case['id']}` | " + " | ".join(cells + rat) + " |")
+    if cuda:
+        lines += ["", cuda_markdown(cuda)]
     return "\n".join(lines)

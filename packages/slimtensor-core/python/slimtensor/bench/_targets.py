@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 SIZES_LARGE = ("64MiB", "1GiB")
+CUDA_PREFIX = "CUDA: "  # the targets of issue 10, read from a GPU run (benchmarks/results/cuda_h200.json)
 STRIDED = ("t2c", "c2t", "p2c", "c2p")
 
 
@@ -144,6 +145,44 @@ def _no_slower_than_torch(name: str, ids: dict[str, str], slack: float = 1.0) ->
     return check
 
 
+def _share_of(name: str, ids: dict[str, str], share: float, peer: str = "cudaMemcpy") -> Callable:
+    """Each CUDA case's slimtensor GB/s at least `share` of the peer's (cudaMemcpy, or torch's cudaMemcpyAsync
+    for pinned copies), measured in the same run (Note [CUDA bench cases])."""
+
+    def check(r: _Results) -> Verdict:
+        parts, ok = [], True
+        for label, cid in ids.items():
+            s, p = r.value(cid), r.value(cid, peer)
+            if s is None or p is None:
+                return Verdict(name, f"no data for {cid}", None)
+            parts.append(f"{label} {s:.0f} GB/s = {s / p:.0%}")
+            ok &= s >= share * p
+        return Verdict(name, "; ".join(parts), ok)
+
+    return check
+
+
+def _cuda_empty(r: _Results) -> Verdict:
+    name = "CUDA: st.empty(1024, device='cuda') from the cache <= 1 us per call and >= 2.5x faster than cupy"
+    cid = "cuda/empty_1024_per_call_us"
+    s, c = r.value(cid), r.value(cid, "cupy")
+    if s is None or c is None:
+        return Verdict(name, f"no data for {cid}", None)
+    return Verdict(
+        name, f"{s * 1e6:.2f} us (cupy {c * 1e6:.2f} us, {c / s:.2f}x)", s <= 1e-6 and c >= 2.5 * s
+    )
+
+
+_CUDA_PERMUTED = {
+    "2-D transpose": "cuda/2_d_transpose_8192x8192_f32",
+    "(2,0,1)": "cuda/2_0_1_of_512x512x256_f32",
+    "NCHW->NHWC": "cuda/nchw_to_nhwc_64x256x64x64_f32",
+    "reversal": "cuda/full_reversal_64x64x64x256_f32",
+}
+_CUDA_ODD = {"1000x3000": "cuda/odd_1000x3000_transpose_f32", "7x513x1025": "cuda/odd_7x513x1025_2_0_1_f32"}
+_CUDA_BF16 = {"f32->bf16": "cuda/float32_to_bfloat16_64m", "bf16->f32": "cuda/bfloat16_to_float32_64m"}
+_CUDA_PINNED = {"H2D": "cuda/pinned_h2d_256_mib", "D2H": "cuda/pinned_d2h_256_mib"}
+
 _SHIM = "aoti/shim/"
 _GETTERS = ("get_data_ptr", "get_sizes", "get_strides", "get_dim", "get_dtype", "get_storage_offset")
 
@@ -207,6 +246,18 @@ TARGETS: list[Callable[[_Results], Verdict]] = [
         {s: f"aoti/addmm/{s}" for s in ("64x256@256x256", "256x1024@1024x1024", "512x512@512x2048")},
         slack=1.1,
     ),
+    _share_of(
+        "CUDA: contiguous device-to-device >= 95% of cudaMemcpy",
+        {"1 GiB": "cuda/contiguous_d2d_1_gib_f32"},
+        0.95,
+    ),
+    _share_of("CUDA: the four permuted copies >= 70% of cudaMemcpy", _CUDA_PERMUTED, 0.7),
+    _share_of("CUDA: odd shapes >= 50% of cudaMemcpy", _CUDA_ODD, 0.5),
+    _share_of("CUDA: float32 <-> bfloat16 >= 90% of cudaMemcpy", _CUDA_BF16, 0.9),
+    _share_of(
+        "CUDA: pinned host <-> device >= 95% of cudaMemcpyAsync (torch's)", _CUDA_PINNED, 0.95, "torch"
+    ),
+    _cuda_empty,
 ]
 
 

@@ -6,9 +6,10 @@ from ._display import set_display
 from .benchmark import benchmark
 from .layout import layout
 from .lifetimes import lifetimes
+from .timeline import timeline
 from .views import views
 
-__all__ = ["layout", "views", "lifetimes", "set_display", "benchmark"]
+__all__ = ["layout", "views", "lifetimes", "timeline", "set_display", "benchmark"]
 
 
 def _install_display() -> None:

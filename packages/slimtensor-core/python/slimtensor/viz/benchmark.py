@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-LIB_COLOURS = {"slimtensor": "#1f77b4", "numpy": "#2ca02c", "torch": "#ff7f0e"}
+LIB_COLOURS = {
+    "slimtensor": "#1f77b4",
+    "numpy": "#2ca02c",
+    "torch": "#ff7f0e",
+    "cupy": "#9467bd",
+    "cudaMemcpy": "#7f7f7f",
+}
 LIB_MARKERS = {"slimtensor": "o", "numpy": "s", "torch": "^"}
 PEER_COLOURS = {"numpy": "#2ca02c", "torch": "#ff7f0e"}
 _LAYOUT_ORDER = ("c2c", "t2c", "c2t", "p2c", "c2p", "bcast", "slice")
@@ -198,6 +204,99 @@ def _copies(data: dict, dtype: str, threads: int):
     return fig
 
 
+# Issue 10's targets as slimtensor's share of cudaMemcpy's bandwidth, by what the case copies.
+CUDA_TARGETS = (("contiguous", 0.95), ("bfloat16", 0.9), ("odd", 0.5), ("", 0.7))
+
+
+def cuda_target(title: str) -> float | None:
+    """The share of cudaMemcpy's bandwidth issue 10 asks of a CUDA copy case (None: no memcpy target)."""
+    if "pinned" in title:
+        return None
+    for word, share in CUDA_TARGETS:
+        if word in title:
+            return share
+    return None
+
+
+def _cuda(data: dict):
+    cases = [c for c in data["cases"] if c["group"] == "cuda" and not c.get("skipped")]
+    # cuda_copies.py's main set is issue 10's table; its other sets (every permutation of a 4-D shape, every
+    # dtype, ...) are too many to draw as bars and are counted in the title instead
+    others = [c for c in cases if c["params"].get("set", "main") != "main"]
+    cases = [c for c in cases if c["params"].get("set", "main") == "main"]
+    copies = [c for c in cases if c.get("traffic_bytes")]
+    calls = [c for c in cases if not c.get("traffic_bytes")]
+    if not copies:
+        reasons = [c["skipped"] for c in data["cases"] if c["group"] == "cuda" and c.get("skipped")]
+        raise ValueError(
+            "benchmark(): the results hold no CUDA copy cases (group 'cuda')"
+            + (f"; they were skipped: {reasons[0]}" if reasons else "; run slimtensor bench on a GPU machine")
+        )
+    fig = _figure(9.5, 8.6)
+    grid = fig.add_gridspec(2, 1, height_ratios=[1.15, 1])
+    ax = fig.add_subplot(grid[0])
+    libs = [
+        lib
+        for lib in ("slimtensor", "torch", "cupy", "cudaMemcpy")
+        if any(lib in c["results"] for c in copies)
+    ]
+    width = 0.8 / len(libs)
+    for k, lib in enumerate(libs):
+        xs = [
+            i + (k - (len(libs) - 1) / 2) * width
+            for i, c in enumerate(copies)
+            if "gbps" in c["results"].get(lib, {})
+        ]
+        ys = [c["results"][lib]["gbps"] for c in copies if "gbps" in c["results"].get(lib, {})]
+        if xs:
+            ax.bar(xs, ys, width=width, color=LIB_COLOURS[lib], label=lib)
+    ax.set_xticks(range(len(copies)))
+    ax.set_xticklabels([c["title"] for c in copies], rotation=30, ha="right", fontsize=TICK_PT)
+    ax.tick_params(axis="y", labelsize=TICK_PT)
+    ax.set_ylabel("GB/s (read + written)", fontsize=LABEL_PT)
+    ax.set_title("bandwidth of each copy (median of CUDA-event timings)", fontsize=TITLE_PT)
+    tallest = max((r["gbps"] for c in copies for r in c["results"].values() if "gbps" in r), default=1.0)
+    ax.set_ylim(0, tallest * 1.2)  # room for the legend above the bars
+    ax.legend(fontsize=LABEL_PT, ncol=len(libs), loc="upper center")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax2 = fig.add_subplot(grid[1])
+    shared = [c for c in copies if "cudaMemcpy" in c["ratios"]]
+    shares = [c["ratios"]["cudaMemcpy"] for c in shared]  # memcpy's time / slimtensor's = share of its GB/s
+    targets = [cuda_target(c["title"]) for c in shared]
+    colours = [
+        "#2ca02c" if t is not None and v >= t else ("#d62728" if t is not None else LIB_COLOURS["slimtensor"])
+        for v, t in zip(shares, targets, strict=True)
+    ]
+    ax2.bar(range(len(shared)), [v * 100 for v in shares], color=colours, width=0.6)
+    for i, t in enumerate(targets):
+        if t is not None:
+            ax2.plot([i - 0.4, i + 0.4], [t * 100, t * 100], color="#333333", linewidth=1.6)
+    ax2.set_xticks(range(len(shared)))
+    ax2.set_xticklabels([c["title"] for c in shared], rotation=30, ha="right", fontsize=TICK_PT)
+    ax2.tick_params(axis="y", labelsize=TICK_PT)
+    ax2.set_ylabel("% of cudaMemcpy's GB/s", fontsize=LABEL_PT)
+    ax2.set_title(
+        "slimtensor's share of cudaMemcpy (black line: issue 10's target; green met, red missed)",
+        fontsize=TITLE_PT,
+    )
+    ax2.grid(True, axis="y", alpha=0.3)
+    words = []
+    for c in calls:
+        per = ", ".join(
+            f"{lib} {c['results'][lib]['median'] * 1e6:.2f} µs"
+            for lib in ("slimtensor", "torch", "cupy")
+            if "median" in c["results"].get(lib, {})
+        )
+        words.append(f"{c['title'].split(' per call')[0]}: {per}")
+    if others:
+        words.append(f"{len(others)} more cases in the results (slimtensor bench --markdown)")
+    device = copies[0]["params"].get("device", "cuda")
+    fig.suptitle(
+        f"CUDA copies on {device}" + ("\n" + "; ".join(words) if words else ""), fontsize=TITLE_PT + 0.5
+    )
+    return fig
+
+
 def _calls(data: dict):
     cases = [c for c in data["cases"] if c["group"] == "call" and not c.get("skipped")]
     if not cases:
@@ -252,6 +351,9 @@ def benchmark(
     interquartile band, then slimtensor's speed-up against each peer per case (bars, log scale).
     `dtype` picks the conversion ("float32-bfloat16", ...) and `threads` the thread count.
     kind="call": per-call time of each Python operation per library, then the speed-up bars.
+    kind="cuda": the CUDA cases (slimtensor bench on a GPU): GB/s of slimtensor, torch, cupy and cudaMemcpy
+    per copy, then slimtensor's share of cudaMemcpy's bandwidth against issue 10's targets, and the
+    per-call cost of a cached allocation.
     Returns a matplotlib Figure (slimtensor.viz's VizFigure: no pyplot state, shown as SVG in Jupyter;
     display it or call fig.savefig(...)).
     """
@@ -260,4 +362,6 @@ def benchmark(
         return _copies(data, dtype, threads)
     if kind == "call":
         return _calls(data)
-    raise ValueError(f"benchmark(): kind must be 'copy' or 'call' but got {kind!r}")
+    if kind == "cuda":
+        return _cuda(data)
+    raise ValueError(f"benchmark(): kind must be 'copy', 'call' or 'cuda' but got {kind!r}")

@@ -31,6 +31,15 @@ LABEL_PT = 8.0  # font size of the labels
 IDLE_SHARE = 0.5  # axis="auto" picks the event order when one gap between events is this share of the trace,
 CROWDED_SHARE = 0.1  # or when half of the events happen within this share of it
 TENSOR_COLOUR, HANDLE_COLOUR, COPY_COLOUR = "#555555", "#b8860b", "#d62728"
+# A device plugin's allocator events (op of a device_event -> marker, colour, words), drawn on a row of their
+# own at the top of the device's lane: device memory beside host memory (Note [Lifetime picture]).
+DEVICE_MARKS = {
+    "malloc": ("^", "#d62728", "▲ cudaMalloc"),
+    "cache_hit": ("o", "#2ca02c", "● cache hit"),
+    "free": ("v", "#7f7f7f", "▼ back to the cache"),
+    "free_deferred": ("D", "#ff7f0e", "◆ freed, waiting for another stream"),
+    "cudaFree": ("x", "#000000", "× cudaFree"),
+}
 
 # Names the core records for how a tensor was made, in the words of the call the user wrote.
 USER_OPS = {
@@ -94,8 +103,17 @@ def lifetimes(
     lanes: list[tuple[str, float, float]] = []
     y = 0.0
     bars: list[tuple[str, float, float, float, str, bool, bool]] = []  # role, y, x0, x1, colour, open0, open1
-    for device in dict.fromkeys(s.device for s in shown):
+    device_events: dict[str, list[Event]] = {}
+    for e in events:
+        if e.kind == "device_event" and e.op in DEVICE_MARKS:
+            device_events.setdefault(e.device, []).append(e)
+    allocator_y: dict[str, float] = {}
+    for device in dict.fromkeys([*(s.device for s in shown), *device_events]):
         top = y
+        if device in device_events:
+            allocator_y[device] = y
+            rows.append((y, _allocator_label(device, device_events[device]), "black", "allocator-label"))
+            y += 1.0
         for s in (s for s in shown if s.device == device):
             colour = tensor_colour(len(storage_y))
             storage_y[s.id] = y
@@ -156,6 +174,20 @@ def lifetimes(
     ax.tick_params(axis="y", length=0)
     for role, by, x0, x1, colour, open0, open1 in bars:
         _draw_bar(ax, role, by, x0, x1, colour, open0, open1, clock)
+    for device, evs in device_events.items():
+        for op, (marker, colour, words) in DEVICE_MARKS.items():
+            xs = [clock.x(e.time_ns, start=True) for e in evs if e.op == op]
+            if xs:
+                ax.scatter(
+                    xs,
+                    [allocator_y[device] + 0.4] * len(xs),
+                    marker=marker,
+                    color=colour,
+                    s=22,
+                    zorder=3,
+                    label=words,
+                    gid=f"device-{op}",
+                )
     for e in events:
         if e.kind == "copy" and e.src_storage_id in storage_y and e.storage_id in storage_y:
             _draw_copy(
@@ -197,6 +229,8 @@ def lifetimes(
         "thick bar: a storage, from allocation to free · thin bars: the tensors, views (grey) and AOTI "
         "handles (gold) on it · red arrow: a copy · hatched end: before or after the trace"
     )
+    if device_events:
+        key += " · allocator row: " + " ".join(words for _, _, words in DEVICE_MARKS.values())
     per_line = int((plot_w + label_w) * 72 / (8 * 0.56))
     fig.supxlabel("\n".join(textwrap.wrap(key, per_line)), fontsize=8, color="#444444", x=0.01, ha="left")
     if not storages:
@@ -290,6 +324,15 @@ def _storage_label(s: StorageLife, copies: list[Event]) -> str:
     if extra > 0:
         words.append(f"+{plural(extra, 'tensor')} not drawn")
     return " · ".join(words)
+
+
+def _allocator_label(device: str, evs: list[Event]) -> str:
+    counts = [
+        f"{words.split(' ', 1)[1]} {n}"
+        for op, (_, _, words) in DEVICE_MARKS.items()
+        if (n := sum(1 for e in evs if e.op == op))
+    ]
+    return f"{device} allocator: " + ", ".join(counts)
 
 
 def _tensor_label(t: TensorLife, what: str) -> str:
