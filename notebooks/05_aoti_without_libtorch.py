@@ -171,6 +171,62 @@ if READY:
     shutil.rmtree(workdir, ignore_errors=True)
 
 # %% [markdown]
+# ## 4. The same on a GPU: one CUDA model's device memory over one run
+#
+# With the CUDA plugin (`slimtensor-cuda`) and an NVIDIA GPU, `st.aoti.load(..., device="cuda")` runs
+# models compiled for CUDA (`aot_inductor.embed_kernel_binary=True` puts the Triton kernels inside the
+# `.so`). Their weights, their intermediates and their outputs are slimtensor storages on `cuda:0`, so a
+# trace sees all of it: below, the load (the weights the model copies in), one run, and the close. This
+# section needs a GPU and a CUDA build of torch to compile with; elsewhere it says why and does nothing.
+
+# %%
+def cuda_reason() -> str | None:
+    """None when a CUDA model can be compiled and run here, else why not (in plain words)."""
+    cuda = [d for d in st.devices() if d.name == "cuda"]
+    if not cuda:
+        return "the CUDA plugin (slimtensor-cuda) is not installed"
+    if not cuda[0].available:
+        return f"no usable CUDA GPU here ({cuda[0].reason})"
+    if COMPILER is None:
+        return "no Python with torch to compile the model"
+    probe = subprocess.run([COMPILER, "-c", "import torch; print(torch.cuda.is_available())"],
+                           capture_output=True, text=True, timeout=300)
+    if probe.stdout.strip() != "True":
+        return "the torch that compiles models here has no CUDA (a CPU build)"
+    return None
+
+
+WHY_NOT_CUDA = cuda_reason()
+print("CUDA section:", "runs" if WHY_NOT_CUDA is None else f"skipped: {WHY_NOT_CUDA}")
+
+# %%
+if WHY_NOT_CUDA is None:
+    cuda_dir = Path(tempfile.mkdtemp(prefix="slimtensor-aoti-cuda-"))
+    cuda_compile = COMPILE.replace("model = TinyNet().eval()", "model = TinyNet().eval().cuda()").replace(
+        "x = torch.randn(2, 8)", "x = torch.randn(2, 8).cuda()").replace(
+        '"aot_inductor.link_libtorch": False', '"aot_inductor.link_libtorch": False, '
+        '"aot_inductor.embed_kernel_binary": True').replace(
+        "x.numpy()", "x.cpu().numpy()").replace("model(x).detach().numpy()", "model(x).detach().cpu().numpy()")
+    run = subprocess.run([COMPILER, "-c", cuda_compile, str(cuda_dir)], capture_output=True, text=True,
+                         timeout=900)
+    if run.returncode != 0:
+        print(run.stderr[-3000:])
+        raise RuntimeError("compiling the CUDA model failed (see above)")
+    xc = st.from_numpy(np.load(cuda_dir / "x.npy")).to("cuda")
+    with st.trace() as cuda_trace:
+        with st.aoti.load(str(cuda_dir / "tiny.pt2"), device="cuda") as cuda_model:
+            yc = cuda_model(xc)
+            yc = yc[0] if isinstance(yc, (list, tuple)) else yc
+            got = yc.cpu().numpy()
+            del yc
+    print("matches torch on the GPU:", np.allclose(got, np.load(cuda_dir / "expected.npy"), atol=1e-4))
+    cuda_events = [e for e in cuda_trace.events if e.device.startswith("cuda")]
+    print(f"{len(cuda_events)} events on cuda:0; weights the model allocated:",
+          sum(e.bytes for e in cuda_trace.events if e.op == "aoti_model_malloc"), "bytes")
+    display(st.viz.lifetimes(cuda_trace))  # noqa: F821 - IPython's display
+    shutil.rmtree(cuda_dir, ignore_errors=True)
+
+# %% [markdown]
 # **What to remember:** torch is a *build-time* tool here. The `.pt2` package carries a shared library
 # that speaks the AOTI shim ABI, and slimtensor supplies that ABI, so deploying the model needs
 # slimtensor and nothing else.

@@ -60,7 +60,8 @@ static AtenTensorHandle to_host(AtenTensorHandle h) {
   std::vector<int64_t> strides(static_cast<size_t>(ndim), 1);
   for (int64_t d = ndim - 2; d >= 0; --d) strides[d] = strides[d + 1] * sz[d + 1];
   AtenTensorHandle out = nullptr;
-  if (aoti_torch_empty_strided(ndim, sz, strides.data(), dtype, aoti_torch_device_type_cpu(), 0, &out) != 0) return nullptr;
+  if (aoti_torch_empty_strided(ndim, sz, strides.data(), dtype, aoti_torch_device_type_cpu(), 0, &out) != 0)
+    return nullptr;
   if (aoti_torch_copy_(out, h, 0) != 0) {
     aoti_torch_delete_tensor_object(out);
     return nullptr;

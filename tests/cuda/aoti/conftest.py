@@ -10,6 +10,7 @@ compile with, the tests are skipped saying which.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import pathlib
 import subprocess
@@ -18,9 +19,31 @@ import sys
 import numpy as np
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[3]
+HERE = pathlib.Path(__file__).resolve().parent
+REPO = HERE.parents[2]
 COMPILER = REPO / "tests" / "aoti" / "compile_models.py"
 ZOO = {"gpt2": "hf_model_zoo", "llama": "hf_model_zoo", "to_host": "cuda_model_zoo"}
+# Every model these tests use, the most used first (they start compiling in that order).
+ALL_MODELS = [
+    "pointwise",
+    "const_alias",
+    "softmax",
+    "two_outputs",
+    "view_permute",
+    "to_host",
+    "mlp",
+    "linear",
+    "mlp_dynamic",
+    "conv2d_groups",
+    "small_cnn",
+    "sdpa",
+    "sdpa_causal",
+    "transformer_block",
+    "bf16",
+    "gpt2",
+    "llama",
+]
+COMPILE_TIMEOUT_S = 400
 
 
 def model_dir() -> pathlib.Path:
@@ -38,19 +61,73 @@ def _compiling_torch() -> str:
     return ""
 
 
-def compile_cuda_models(names: list[str]) -> pathlib.Path:
-    """Compiles the models of ``names`` not compiled yet (in parallel); returns the folder."""
+# Note [Compiling while other tests run]
+# A model takes 45-75 s to compile and most of that on one core, so all of them are compiled at once, one
+# process each, started when this folder is collected (before any test runs); these tests are moved to the
+# end of the session (pytest_collection_modifyitems), so the compiles overlap every other test, and each test
+# waits only for the models it uses. Inductor's own worker pools are turned off (one thread per compile).
+_PROCS: dict[str, subprocess.Popen] = {}
+
+
+def _start_compiles(names: list[str]) -> None:
     out = model_dir()
     out.mkdir(parents=True, exist_ok=True)
-    todo = [n for n in names if not (out / f"{n}.pt2").exists()]
-    by_zoo: dict[str, list[str]] = {}
-    for n in todo:
-        by_zoo.setdefault(ZOO.get(n, "model_zoo"), []).append(n)
-    for zoo, group in by_zoo.items():
-        cmd = [sys.executable, str(COMPILER), "--zoo", zoo, "--device", "cuda", "--jobs", "6", str(out), *group]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-        if r.returncode != 0:
-            raise RuntimeError(f"compiling {group} failed:\n{r.stdout[-3000:]}\n{r.stderr[-6000:]}")
+    env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS="1", PYTHONWARNINGS="ignore")
+    for n in names:
+        if n in _PROCS or (out / f"{n}.pt2").exists():
+            continue
+        cmd = [
+            sys.executable,
+            str(COMPILER),
+            "--zoo",
+            ZOO.get(n, "model_zoo"),
+            "--device",
+            "cuda",
+            str(out),
+            n,
+        ]
+        log = open(out / f"{n}.log", "w")  # noqa: SIM115  (kept open by the child)
+        _PROCS[n] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+
+
+def pytest_collection_finish(session):
+    from ..conftest import _skip_reason_cached
+
+    if os.environ.get("SLIMTENSOR_CUDA_AOTI_PRECOMPILE", "1") == "0":
+        return  # compile on first use only (a sanitizer run of one test)
+    # torch is only looked for here, not imported: the compile processes import it
+    if any(_mine(i) for i in session.items) and not (
+        _skip_reason_cached() or importlib.util.find_spec("torch") is None
+    ):
+        _start_compiles(ALL_MODELS)
+
+
+def pytest_collection_modifyitems(config, items):
+    # Note [Compiling while other tests run]: these tests last
+    mine = [i for i in items if _mine(i)]
+    items[:] = [i for i in items if not _mine(i)] + mine
+
+
+def _mine(item) -> bool:
+    return pathlib.Path(str(item.path)).resolve().is_relative_to(HERE)
+
+
+def compile_cuda_models(names: list[str]) -> pathlib.Path:
+    """Waits for the models of ``names`` (compiling those not started yet); returns the folder."""
+    out = model_dir()
+    _start_compiles(names)
+    for n in names:
+        p = _PROCS.get(n)
+        if p is None:
+            continue
+        try:
+            rc = p.wait(timeout=COMPILE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            rc = "timeout"
+        if rc != 0 or not (out / f"{n}.pt2").exists():
+            log = (out / f"{n}.log").read_text(errors="replace")[-4000:]
+            raise RuntimeError(f"compiling {n} for CUDA failed ({rc}):\n{log}")
     return out
 
 
@@ -65,7 +142,7 @@ class CompiledModel:
         data = np.load(folder / f"{name}.npz")
         meta = json.loads((folder / f"{name}.json").read_text())
         self.input_sets, self.output_sets = [], []
-        for s, (in_dtypes, out_dtypes) in enumerate(zip(meta["inputs"], meta["outputs"])):
+        for s, (in_dtypes, out_dtypes) in enumerate(zip(meta["inputs"], meta["outputs"], strict=True)):
             self.input_sets.append([_decode(data[f"in{s}_{i}"], d) for i, d in enumerate(in_dtypes)])
             self.output_sets.append([_decode(data[f"out{s}_{i}"], d) for i, d in enumerate(out_dtypes)])
 

@@ -37,7 +37,7 @@ def test_replay_with_new_values_matches_eager(cuda_models, name):
             got = [g.cpu().numpy() for g in got]  # copies before the next replay overwrites them
             want = model(*[_cuda(a) for a in new])
             want = want if isinstance(want, tuple) else (want,)
-            for g, w in zip(got, want):
+            for g, w in zip(got, want, strict=True):
                 np.testing.assert_allclose(g, w.cpu().numpy(), rtol=1e-6, atol=1e-6)
     assert stc.memory_stats()["graph_pools"] == 0
     assert stc.memory_stats()["graph_pool_bytes"] == 0

@@ -9,7 +9,6 @@ import zipfile
 
 import numpy as np
 import pytest
-
 from aoti.test_example import run_model_exe  # noqa: F401  (the fixture that builds the example with CMake)
 
 pytestmark = pytest.mark.needs_cuda
@@ -26,7 +25,13 @@ def test_run_model_example_on_cuda(cuda_models, run_model_exe, tmp_path, name): 
         so = next(n for n in z.namelist() if n.endswith(".so"))
         (tmp_path / "model.so").write_bytes(z.read(so))
     plugin_dir = os.path.dirname(os.path.abspath(slimtensor_cuda.__file__))
-    args = [run_model_exe, str(tmp_path / "model.so"), *map(str, x.shape), "--input", str(tmp_path / "in.f32")]
+    args = [
+        run_model_exe,
+        str(tmp_path / "model.so"),
+        *map(str, x.shape),
+        "--input",
+        str(tmp_path / "in.f32"),
+    ]
     args += ["--device", "cuda", "--cuda-plugin", plugin_dir]
     r = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -411,7 +411,9 @@ def stream_memory_allocated(stream: Stream) -> int:
     """Bytes handed out now for work on ``stream`` (the allocator keeps each block for the stream it was
     allocated on): shows on which stream a piece of code allocated, e.g. a model run under a stream guard."""
     if not isinstance(stream, Stream):
-        raise TypeError(f"stream_memory_allocated(): expected a slimtensor_cuda.Stream, got {type(stream).__name__}")
+        raise TypeError(
+            f"stream_memory_allocated(): expected a slimtensor_cuda.Stream, got {type(stream).__name__}"
+        )
     return int(_C_or_raise().stream_allocated_bytes(stream.device_index, stream.cuda_stream))
 
 

@@ -20,8 +20,8 @@ import ctypes
 import os
 import struct
 import threading
-from ctypes import c_char_p, c_int32, c_int64, c_void_p
 from collections.abc import Iterator
+from ctypes import c_char_p, c_int32, c_int64, c_void_p
 from typing import Any
 
 SHIM_SONAME = "libslimtensor_cuda_aoti.so"
@@ -105,7 +105,9 @@ class CudaAOTISupport:
             raise ValueError(f"slimtensor.aoti.load(): device={device!r}: expected 'cuda' or 'cuda:N'")
         why = self._plugin.unavailable_reason()
         if why:
-            raise RuntimeError(f"slimtensor.aoti.load(): device={device!r}: the CUDA device is unavailable: {why}")
+            raise RuntimeError(
+                f"slimtensor.aoti.load(): device={device!r}: the CUDA device is unavailable: {why}"
+            )
         index = self._plugin.current_device() if idx == "" else int(idx)
         n = self._plugin.device_count()
         if not 0 <= index < n:

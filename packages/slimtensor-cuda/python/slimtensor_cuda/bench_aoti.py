@@ -119,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     slim = run_side("slim", model_dir, runs, names)
     torch_ = run_side("torch", model_dir, runs, names)
     rows = []
-    print(f"{'model':20s} {'slim us':>10s} {'torch us':>10s} {'ratio':>7s} {'graph us':>10s} {'torch/graph':>11s}")
+    print(
+        f"{'model':20s} {'slim us':>10s} {'torch us':>10s} {'ratio':>7s} {'graph us':>10s} {'torch/graph':>11s}"
+    )
     for name in names:
         s = slim.get(name, {}).get("slim", {})
         g = slim.get(name, {}).get("slim graph", {})

@@ -77,26 +77,26 @@ struct AllocatorStats {
 
 // Every field of AllocatorStats, for code that lists them all (memory_stats, the table's allocator_stats).
 #define ST_ALLOCATOR_STATS(X) \
-  X(allocated_bytes) \
-  X(requested_bytes) \
-  X(reserved_bytes) \
-  X(peak_allocated_bytes) \
-  X(peak_reserved_bytes) \
-  X(active_blocks) \
-  X(pending_free_blocks) \
-  X(cached_bytes) \
-  X(segments) \
-  X(raw_mallocs) \
-  X(raw_frees) \
-  X(cache_hits) \
-  X(cache_misses) \
-  X(splits) \
-  X(merges) \
-  X(ooms) \
-  X(alloc_retries) \
-  X(failed_allocations) \
-  X(lost_blocks) \
-  X(graph_pool_bytes) \
+  X(allocated_bytes)          \
+  X(requested_bytes)          \
+  X(reserved_bytes)           \
+  X(peak_allocated_bytes)     \
+  X(peak_reserved_bytes)      \
+  X(active_blocks)            \
+  X(pending_free_blocks)      \
+  X(cached_bytes)             \
+  X(segments)                 \
+  X(raw_mallocs)              \
+  X(raw_frees)                \
+  X(cache_hits)               \
+  X(cache_misses)             \
+  X(splits)                   \
+  X(merges)                   \
+  X(ooms)                     \
+  X(alloc_retries)            \
+  X(failed_allocations)       \
+  X(lost_blocks)              \
+  X(graph_pool_bytes)         \
   X(graph_pools)
 
 enum class AllocStatus { Ok = 0, OutOfMemory = 1, Error = 2 };
@@ -153,7 +153,7 @@ class DeviceCachingAllocator {
     bool small = false;
     State state = State::Free;
     int pending_events = 0;
-    uint64_t graph_pool = 0;  // Note [Graph pools]: 0 = none
+    uint64_t graph_pool = 0;         // Note [Graph pools]: 0 = none
     std::vector<void*> stream_uses;  // other streams that used it (record_stream)
   };
   struct PendingEvent {
@@ -197,7 +197,7 @@ class DeviceCachingAllocator {
   std::vector<BlockMap::node_type> spare_map_nodes_;
   AllocatorStats stats_;
   uint64_t next_pool_ = 1;
-  std::unordered_map<const void*, uint64_t> capturing_;          // stream -> pool being captured into
+  std::unordered_map<const void*, uint64_t> capturing_;            // stream -> pool being captured into
   std::unordered_map<uint64_t, std::vector<Block*>> graph_pools_;  // live pool -> its held blocks
 };
 

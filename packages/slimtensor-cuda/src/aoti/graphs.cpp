@@ -46,8 +46,9 @@ int32_t slimtensor_cuda_aoti_capture_begin(int32_t device, void* stream, void** 
   *graph = nullptr;
   if (check_device(fn, device)) return 1;
   if (stream == nullptr || stream == static_cast<void*>(cudaStreamLegacy))
-    return fail("slimtensor_cuda %s(): the legacy default stream cannot be captured; capture on a slimtensor_cuda.Stream()",
-                fn);
+    return fail(
+        "slimtensor_cuda %s(): the legacy default stream cannot be captured; capture on a slimtensor_cuda.Stream()",
+        fn);
   DeviceCachingAllocator* a = device_allocator(device);
   if (a == nullptr) return 1;
   auto* g = new (std::nothrow) ModelGraph;

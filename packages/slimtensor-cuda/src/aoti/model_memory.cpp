@@ -43,16 +43,16 @@ int allocate(const char* fn, uint64_t nbytes, void** ret) {
   if (ret == nullptr) return fail("slimtensor_cuda %s(): the result pointer is NULL", fn);
   *ret = nullptr;
   if (nbytes == 0) return 0;
-  if (nbytes > static_cast<uint64_t>(INT64_MAX)) return fail("slimtensor_cuda %s(): %llu bytes is too large", fn,
-                                                              static_cast<unsigned long long>(nbytes));
+  if (nbytes > static_cast<uint64_t>(INT64_MAX))
+    return fail("slimtensor_cuda %s(): %llu bytes is too large", fn, static_cast<unsigned long long>(nbytes));
   int device = 0;
   ST_CUDA_TRY(fn, "cudaGetDevice", cudaGetDevice(&device));
   const int64_t size = static_cast<int64_t>(nbytes), stride = 1;
   AtenTensorHandle h = nullptr;
   if (aoti_torch_empty_strided(1, &size, &stride, aoti_torch_dtype_uint8(), aoti_torch_device_type_cuda(), device,
                                &h) != 0)
-    return fail("slimtensor_cuda %s(): allocating %lld bytes on cuda:%d failed: %s", fn,
-                static_cast<long long>(size), device, slimtensor_last_error());
+    return fail("slimtensor_cuda %s(): allocating %lld bytes on cuda:%d failed: %s", fn, static_cast<long long>(size),
+                device, slimtensor_last_error());
   void* p = nullptr;
   if (aoti_torch_get_data_ptr(h, &p) != 0) {
     aoti_torch_delete_tensor_object(h);

@@ -77,12 +77,16 @@ class AOTIModel:
     # ---- loading --------------------------------------------------------------------------------------
     def _open(self, path, device, model_name, num_models, check_inputs):
         if not isinstance(device, str):
-            raise TypeError(f"slimtensor.aoti.load(): device must be a string ('cpu', 'cuda', 'cuda:1'), not {device!r}")
+            raise TypeError(
+                f"slimtensor.aoti.load(): device must be a string ('cpu', 'cuda', 'cuda:1'), not {device!r}"
+            )
         self.path = path
         self._device_type = device.split(":")[0]
         # Note [Device support for AOTI models] (_device_support.py): CPU models bind to libslimtensor, the
         # others to their plugin's shim library, which brings libslimtensor with it.
-        self._support = None if self._device_type == "cpu" else _device_support.device_support(self._device_type)
+        self._support = (
+            None if self._device_type == "cpu" else _device_support.device_support(self._device_type)
+        )
         self._index = 0 if self._support is None else self._support.device_index(device)
         self.device = device if self._support is None else f"{self._device_type}:{self._index}"
         files = _package.open_model_files(path, self._dir, model_name)
@@ -409,7 +413,9 @@ class AOTIModel:
 
     def _input(self, x, i):
         t = _to_tensor(x, i)
-        if t.device.type != self._device_type or (self._support is not None and t.device.index != self._index):
+        if t.device.type != self._device_type or (
+            self._support is not None and t.device.index != self._index
+        ):
             raise ValueError(
                 f"slimtensor.aoti: input {i} ({self.input_names[i]}) is on {t.device} but the model runs on "
                 f"{self.device}; move it with .to({self.device!r})"
@@ -477,12 +483,15 @@ class AOTIModel:
             graphs.end(graph, s)
         except RuntimeError as e:
             del outs
-            raise AOTIError(f"slimtensor.aoti: capture() of {os.path.basename(self.path)!r} failed: {e}") from (
-                failure or e
-            )
+            raise AOTIError(
+                f"slimtensor.aoti: capture() of {os.path.basename(self.path)!r} failed: {e}"
+            ) from (failure or e)
         if failure is not None:
             graphs.destroy(graph)
-            raise failure
+            raise AOTIError(
+                f"slimtensor.aoti: capture() of {os.path.basename(self.path)!r} failed: the model's run cannot be "
+                f"captured into a CUDA graph: {failure}"
+            ) from failure
         sup.wait_stream(index, caller, s)
         self._graph = (graph, private, static, outs)
 
@@ -497,7 +506,7 @@ class AOTIModel:
             raise ValueError(f"slimtensor.aoti: replay() takes {len(static)} inputs but got {len(inputs)}")
         handle = self._stream(stream)
         with self._support.current_stream(self._index, handle):
-            for i, (dst, x) in enumerate(zip(static, inputs)):
+            for i, (dst, x) in enumerate(zip(static, inputs, strict=True)):
                 src = self._input(x, i)
                 if tuple(src.shape) != tuple(dst.shape) or src.dtype != dst.dtype:
                     raise ValueError(

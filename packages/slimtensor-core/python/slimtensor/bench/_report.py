@@ -45,6 +45,8 @@ def table(results: dict) -> str:
     """One line per case: each library's median (GB/s for copies) and slimtensor's ratio to each peer."""
     rows = [("case", *LIBS, "vs numpy", "vs torch")]
     cuda = [c for c in results["cases"] if c["group"] == "cuda"]
+    if cuda and len(cuda) == len(results["cases"]):  # a CUDA-only run (--filter cuda): its table alone
+        return cuda_table(cuda)
     for case in results["cases"]:
         if case["group"] == "cuda":
             continue
@@ -175,6 +177,8 @@ def markdown(results: dict, ids: list[str] | None = None) -> str:
     chosen = [by_id[i] for i in ids if i in by_id] if ids is not None else list(results["cases"])
     cuda = [c for c in chosen if c["group"] == "cuda"]
     chosen = [c for c in chosen if c["group"] != "cuda"]
+    if cuda and not chosen:  # a CUDA-only run: its table alone
+        return cuda_markdown(cuda)
     lines = ["| case | slimtensor | numpy | torch | vs numpy | vs torch |", "|---|---:|---:|---:|---:|---:|"]
     for case in chosen:
         if case.get("skipped"):

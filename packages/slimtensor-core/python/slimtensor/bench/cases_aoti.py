@@ -332,7 +332,9 @@ def _cuda_model_cases(libs: Libs, quick: bool) -> list[Case]:
     elif libs.torch is None:
         reason = f"the libtorch side needs torch with CUDA ({libs.torch_reason})"
     if reason is not None or not folder:
-        return [Case(id="aoti/cuda_model", group="aoti", title=title, params={}, metric="time", skipped=reason)]
+        return [
+            Case(id="aoti/cuda_model", group="aoti", title=title, params={}, metric="time", skipped=reason)
+        ]
     names = sorted(p.stem for p in Path(folder).glob("*.pt2"))
     cache: dict = {}
 
@@ -341,7 +343,16 @@ def _cuda_model_cases(libs: Libs, quick: bool) -> list[Case]:
             with tempfile.TemporaryDirectory() as tmp:
                 out = os.path.join(tmp, "cuda.json")
                 subprocess.run(
-                    [sys.executable, "-m", CUDA_HARNESS, folder, "--runs", "20" if quick else "50", "--json", out],
+                    [
+                        sys.executable,
+                        "-m",
+                        CUDA_HARNESS,
+                        folder,
+                        "--runs",
+                        "20" if quick else "50",
+                        "--json",
+                        out,
+                    ],
                     check=True,
                     capture_output=True,
                     text=True,

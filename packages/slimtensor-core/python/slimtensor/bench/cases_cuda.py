@@ -5,8 +5,8 @@ The measurements have one home, the plugin's ``bench/cuda_copies.py`` (shipped i
 ``slimtensor_cuda.cuda_copies``): CUDA events around each copy, the median of its REPS runs after warm-up,
 bytes counted read + written, torch, cupy and cudaMemcpy (torch's contiguous ``copy_``) measured in the same
 run. This module only calls it, once per suite run, and turns each of its rows into a case of the results
-schema (group "cuda"). What it relies on (keep it stable): ``cuda_copies.main(out_path)`` writes
-``{"meta": {..., "reps": N}, "rows": [...]}``; a copy row has ``case``, ``bytes`` (read + written) and, per
+schema (group "cuda"). What it relies on (keep it stable): ``cuda_copies.main(out_path, quick)`` writes
+``{"meta": {..., "reps": N}, "rows": [...]}`` (quick: its own short selection, the permuted rows); a copy row has ``case``, ``bytes`` (read + written) and, per
 library measured, ``<lib>_ms`` (the median), optionally ``memcpy_GBps``; the allocation row has
 ``<lib>_us`` instead. cuda_copies.py keeps only the median of its timings, so each library's result here
 has that median as its one sample (``number`` = 1, quartiles = the median) and the case says so in
@@ -22,7 +22,7 @@ import re
 import tempfile
 
 from ._case import Case, Libs
-from ._timing import Settings, summarize
+from ._timing import summarize
 
 PEERS = ("torch", "cupy")  # measured by cuda_copies.py beside slimtensor (cudaMemcpy comes as memcpy_GBps)
 MEMCPY = "cudaMemcpy"
@@ -80,6 +80,8 @@ def row_case(row: dict, reps: int, device: str) -> tuple[Case, dict]:
             if is_copy
             else "best of 5 loops of 20000 calls, per call (cuda_copies.py)",
             "size_bytes": row.get("bytes", 0),
+            # cuda_copies.py's grouping: main (issue 10's table), perm4, dtypes, ...
+            "set": row.get("group", "main"),
         },
         metric="time",
         traffic_bytes=row.get("bytes") if is_copy else None,
@@ -87,14 +89,14 @@ def row_case(row: dict, reps: int, device: str) -> tuple[Case, dict]:
     return case, results
 
 
-def measure(settings: Settings) -> list[tuple[Case, dict]]:
-    """Runs cuda_copies.py once and returns every row as (case, results)."""
+def measure(quick: bool) -> list[tuple[Case, dict]]:
+    """Runs cuda_copies.py once (its quick selection with `quick`) and returns every row as (case, results)."""
     from slimtensor_cuda import cuda_copies
 
     fd, path = tempfile.mkstemp(prefix="slimtensor-cuda-bench-", suffix=".json")
     os.close(fd)
     try:
-        cuda_copies.main(path)
+        cuda_copies.main(path, quick)
         with open(path) as f:
             data = json.load(f)
     finally:
@@ -110,5 +112,5 @@ def cases(libs: Libs, quick: bool) -> list[Case]:
     reason = unavailable_reason(libs)
     case = Case(id="cuda/copies", group="cuda", title=title, params={}, metric="time", skipped=reason)
     if reason is None:
-        case.batch = measure
+        case.batch = lambda settings: measure(quick)  # cuda_copies.py times itself (REPS per row)
     return [case]
