@@ -309,7 +309,7 @@ test-tsan: $(TEST_VENV)/.stamp $(TSAN_VENV)/.stamp
 	$(TSAN_VENV)/bin/python -m pip install $(PIP_FLAGS) --no-deps --no-build-isolation -Cbuild-dir=$(TSAN_BUILD)-{wheel_tag} \
 	  -Ccmake.build-type=RelWithDebInfo "-Ccmake.define.CMAKE_CXX_FLAGS=$(TSAN_FLAGS)" "-Ccmake.define.CMAKE_C_FLAGS=$(TSAN_FLAGS)" \
 	  "-Ccmake.define.CMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread" "-Ccmake.define.CMAKE_MODULE_LINKER_FLAGS=-fsanitize=thread" \
-	  -Ccmake.define.CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(CORE)
+	  -Ccmake.define.CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) -e $(CORE)
 	mkdir -p $(TSAN_BUILD) && lib=$$($(TSAN_VENV)/bin/python -c "$(PURELIB)")/slimtensor/lib/libslimtensor.so && \
 	  g++ -std=c++17 -O1 -g -fsanitize=thread -pthread tests/aoti/cpp/threads_stress.cpp -I$(CORE)/include \
 	  $$lib -Wl,-rpath,$$(dirname $$lib) -o $(TSAN_BUILD)/threads_stress
