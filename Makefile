@@ -273,12 +273,13 @@ $(ASAN_VENV)/.stamp: requirements/test.txt requirements/build.txt | system-deps
 	$(ASAN_VENV)/bin/python -m pip install $(PIP_FLAGS) -r requirements/test.txt
 	touch $@
 
+# Both installs run with libasan preloaded: once the ASan-built package is installed, a rebuild's Python
+# steps load it ("ASan runtime does not come first in initial library list" otherwise).
 build-asan: $(ASAN_VENV)/.stamp
-	$(ASAN_VENV)/bin/python -m pip install $(PIP_FLAGS) --no-build-isolation -Cbuild-dir=build/asan-{wheel_tag} \
+	env $(ASAN_RUN) $(ASAN_VENV)/bin/python -m pip install $(PIP_FLAGS) --no-build-isolation -Cbuild-dir=build/asan-{wheel_tag} \
 	  -Ccmake.build-type=Debug "-Ccmake.define.CMAKE_CXX_FLAGS=$(ASAN_CFLAGS)" "-Ccmake.define.CMAKE_C_FLAGS=$(ASAN_CFLAGS)" \
 	  "-Ccmake.define.CMAKE_SHARED_LINKER_FLAGS=-fsanitize=address $(SAN_UB)" "-Ccmake.define.CMAKE_MODULE_LINKER_FLAGS=-fsanitize=address $(SAN_UB)" \
 	  -Ccmake.define.CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) -e $(CORE)
-	@# (its build imports slimtensor, whose ASan-built _C needs libasan preloaded)
 	@if [ -d $(TEST_PLUGIN) ]; then env $(ASAN_RUN) $(ASAN_VENV)/bin/python -m pip install $(PIP_FLAGS) --no-build-isolation \
 	  -Cbuild-dir=build/asan-hostdev-{wheel_tag} "-Ccmake.define.CMAKE_CXX_FLAGS=$(ASAN_CFLAGS)" $(TEST_PLUGIN); fi
 
@@ -303,10 +304,12 @@ $(TSAN_VENV)/.stamp: $(TEST_VENV)/.stamp
 	touch $@
 
 test-tsan: $(TEST_VENV)/.stamp $(TSAN_VENV)/.stamp
+	@# a rebuild's Python steps must not load the TSan-built package (libtsan is not preloaded there)
+	$(TSAN_VENV)/bin/python -m pip uninstall -q -y slimtensor-core 2>/dev/null || true
 	$(TSAN_VENV)/bin/python -m pip install $(PIP_FLAGS) --no-deps --no-build-isolation -Cbuild-dir=$(TSAN_BUILD)-{wheel_tag} \
 	  -Ccmake.build-type=RelWithDebInfo "-Ccmake.define.CMAKE_CXX_FLAGS=$(TSAN_FLAGS)" "-Ccmake.define.CMAKE_C_FLAGS=$(TSAN_FLAGS)" \
 	  "-Ccmake.define.CMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread" "-Ccmake.define.CMAKE_MODULE_LINKER_FLAGS=-fsanitize=thread" \
-	  -Ccmake.define.CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(CORE)
+	  -Ccmake.define.CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) -e $(CORE)
 	mkdir -p $(TSAN_BUILD) && lib=$$($(TSAN_VENV)/bin/python -c "$(PURELIB)")/slimtensor/lib/libslimtensor.so && \
 	  g++ -std=c++17 -O1 -g -fsanitize=thread -pthread tests/aoti/cpp/threads_stress.cpp -I$(CORE)/include \
 	  $$lib -Wl,-rpath,$$(dirname $$lib) -o $(TSAN_BUILD)/threads_stress

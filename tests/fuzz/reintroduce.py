@@ -9,8 +9,8 @@ must pass, so each detection is the patch's doing.
 
 Note [Scratch builds in a mount namespace]
 A full sanitizer build takes many minutes; a patch touches a file or two. So the scratch copy is built with
-copies of the tree's own build folders (build/asan-<tag> of `make build-asan`, build/fuzz/core of `make
-fuzz-build`), which name sources by absolute path: the script re-runs itself in a private mount namespace
+copies of the tree's own build folders (packages/slimtensor-core/build/asan-<tag> of `make build-asan`,
+build/fuzz/core of `make fuzz-build`), which name sources by absolute path: the script re-runs itself in a private mount namespace
 (unshare -m) where the scratch copy is bind-mounted over the tree itself (the venvs, the model cache and
 build/reintro are mounted back from the real tree). Inside, every path is the tree's, the copied build
 folders are up to date except for what the patch changed, and nothing outside the namespace sees the
@@ -43,7 +43,9 @@ from dataclasses import dataclass, field
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-WORK = os.path.join(ROOT, "build", "reintro")
+WORK = os.path.abspath(
+    os.environ.get("REINTRO_WORK", os.path.join(ROOT, "build", "reintro"))
+)  # inside build/
 SRC = os.path.join(WORK, "src")
 PATCHES = os.path.join(HERE, "reintroduced")
 CORE = "packages/slimtensor-core"
@@ -204,13 +206,14 @@ def sh(
 
 
 # Mounted back from the real tree inside the namespace (Note [Scratch builds in a mount namespace]).
-MOUNTED_BACK = (".venv-asan", ".venv-test", ".cache", "build/reintro")
+MOUNTED_BACK = (".venv-asan", ".venv-test", ".cache", os.path.relpath(WORK, ROOT))
 
 
 def asan_build_dir() -> str:
-    dirs = sorted(d for d in glob.glob(os.path.join(ROOT, "build", "asan-cp*")) if "hostdev" not in d)
+    # pip runs the build backend in the package folder: -Cbuild-dir=build/asan-{wheel_tag} lands there
+    dirs = sorted(glob.glob(os.path.join(ROOT, CORE, "build", "asan-cp*")))
     if not dirs:
-        raise SystemExit("no build/asan-<tag>: run make build-asan first")
+        raise SystemExit(f"no {CORE}/build/asan-<tag>: run make build-asan first")
     return os.path.relpath(dirs[0], ROOT)
 
 
@@ -282,7 +285,7 @@ def build_asan(log: str, env: dict) -> bool:
             "--no-deps",
             "--no-build-isolation",
             "--force-reinstall",
-            f"-Cbuild-dir={ROOT}/build/asan-{{wheel_tag}}",
+            "-Cbuild-dir=build/asan-{wheel_tag}",
             "-Ccmake.build-type=Debug",
             f"-Ccmake.define.CMAKE_CXX_FLAGS={flags}",
             f"-Ccmake.define.CMAKE_C_FLAGS={flags}",
@@ -292,6 +295,9 @@ def build_asan(log: str, env: dict) -> bool:
             os.path.join(ROOT, CORE),
         ],
         log,
+        env=dict(
+            os.environ, **assignments(env["REINTRO_ASAN_ENV"])
+        ),  # the build's Python steps load the package
     )
     return rc == 0
 
@@ -389,15 +395,23 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", help="bug names (default: all)")
     ap.add_argument("--fuzz-time", type=int, default=600, help="seconds each fuzzer gets to find its bug")
     ap.add_argument("--skip-control", action="store_true")
+    ap.add_argument(
+        "--kinds", default="pytest,atheris,shim,dlpack", help="detector kinds to run (comma-separated)"
+    )
     ap.add_argument("--inside", help=argparse.SUPPRESS)  # the real tree's view, inside the namespace
     args = ap.parse_args()
     env = dict(os.environ)
-    bugs = [b for b in BUGS if not args.only or b.name in args.only]
+    kinds_wanted = set(args.kinds.split(","))
+    bugs = [
+        Bug(b.name, [d for d in b.detectors if d.kind in kinds_wanted])
+        for b in BUGS
+        if (not args.only or b.name in args.only) and any(d.kind in kinds_wanted for d in b.detectors)
+    ]
     missing = sorted(set(args.only or []) - {b.name for b in BUGS})
     if missing:
         raise SystemExit(f"unknown bugs {missing}; known: {[b.name for b in BUGS]}")
     kinds = {d.kind for b in bugs for d in b.detectors}
-    need_asan = bool(kinds & {"pytest", "atheris"}) or not args.skip_control
+    need_asan = bool(kinds & {"pytest", "atheris"})
     need_fuzz = bool(kinds & {"shim", "dlpack"})
     if not args.inside:
         os.makedirs(WORK, exist_ok=True)
@@ -431,7 +445,7 @@ def main() -> int:
             raise SystemExit(f"the scratch fuzz build failed: {log}")
 
     build()
-    if not args.skip_control:
+    if need_asan and not args.skip_control and "pytest" in kinds:
         nodes = " ".join(d.target for b in bugs for d in b.detectors if d.kind == "pytest")
         ok, secs, said = run_detector(Detector("pytest", nodes, ("",)), log, env, 0, "control")
         results.append(

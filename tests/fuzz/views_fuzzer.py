@@ -115,7 +115,9 @@ def step(fdp: atheris.FuzzedDataProvider, a: np.ndarray, t):
         return np.broadcast_to(a, shape), lambda: t.expand(*shape), False
     if op == 12:  # fill_ of a copy with a value numpy also takes, or a hostile object (never a crash)
         v = fill_value(fdp, a.dtype)
-        b = np.array(a)  # a copy that is an array (select of a 1-d array gives a numpy scalar: fill ignores it)
+        b = np.array(
+            a
+        )  # a copy that is an array (select of a 1-d array gives a numpy scalar: fill ignores it)
         try:
             with np.errstate(all="ignore"):
                 b.fill(v)
