@@ -15,6 +15,7 @@
 
 #include "aoti/ops/blas.h"
 #include "aoti/ops/conv_onednn.h"
+#include "aoti/ops/onednn.h"
 #include "aoti/ops/op_args.h"
 #include "slimtensor/c/shim_cpu.h"
 #include "slimtensor/copy/copy.h"
@@ -54,6 +55,9 @@ void raw_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int
     return;
   }
   int oa = ta ? blas::kTrans : blas::kNoTrans, ob = tb ? blas::kTrans : blas::kNoTrans;
+  if constexpr (sizeof(T) == 4) {  // Note [GEMM on oneDNN] in gemm.cpp
+    if (onednn::sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc, fn)) return;
+  }
   const blas::Api& api = blas::api(fn);
   if constexpr (sizeof(T) == 4) {
     api.sgemm(blas::kRowMajor, oa, ob, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), beta, c, int(ldc));

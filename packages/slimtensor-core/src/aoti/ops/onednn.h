@@ -59,6 +59,7 @@ namespace slimtensor::aoti::onednn {
     X(dnnl_dilated_convolution_forward_desc_init)   \
     X(dnnl_dilated_deconvolution_forward_desc_init) \
     X(dnnl_lstm_forward_desc_init)                  \
+    X(dnnl_sgemm)                                   \
     X(dnnl_version)
 
 struct Api {
@@ -201,5 +202,11 @@ void set_threads(int n);
 int threads();
 // Sets the calling thread's OpenMP thread count to threads() (Note [oneDNN threads]) and returns it.
 int tie_threads();
+
+// Row-major C = alpha * op(A) @ op(B) + beta * C (BLAS semantics: beta == 0 ignores C) through oneDNN's
+// dnnl_sgemm, on threads(); false, having done nothing, when oneDNN is unavailable. Note [GEMM on oneDNN]
+// in src/aoti/ops/gemm.cpp says why the float32 GEMMs take it.
+bool sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const char* fn);
 
 }  // namespace slimtensor::aoti::onednn

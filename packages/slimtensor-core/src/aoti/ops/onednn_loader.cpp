@@ -167,6 +167,16 @@ int tie_threads() {
   return n;
 }
 
+bool sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const char* fn) {
+  const Api* api_ = api();
+  if (!api_) return false;
+  tie_threads();
+  check(api_->dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc), fn,
+        "multiply matrices (dnnl_sgemm)");
+  return true;
+}
+
 void check(dnnl_status_t status, const char* fn, const char* what) {
   if (status != dnnl_success) {
     fail(status == dnnl_out_of_memory ? ErrorKind::Memory : ErrorKind::Runtime, fn, "(): oneDNN could not ", what, ": ",
@@ -324,6 +334,10 @@ const char* unavailable_reason() {
 const char* loaded_path() { return ""; }
 std::string version() { return ""; }
 int tie_threads() { return threads(); }
+bool sgemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float, float*,
+           int64_t, const char*) {
+  return false;
+}
 
 #endif
 
