@@ -537,6 +537,12 @@ def test_onednn_threads_follow_set_num_threads():
 
 
 def test_onednn_info_names_the_loaded_library():
+    """A wheel built with oneDNN carries it in slimtensor/lib and loads that copy (not the system's)."""
+    from slimtensor import _C
+
     info = _onednn_or_skip()
     path = info.split(" | ")[0]
     assert os.path.isfile(path), info
+    if _C._BUILD_INFO.get("onednn_bundled") and "SLIMTENSOR_DNNL" not in os.environ:
+        assert path.endswith(os.path.join("slimtensor", "lib", "libdnnl.so.2")), info
+        assert os.path.isfile(os.path.join(os.path.dirname(path), "libOpenCL.so.1"))
