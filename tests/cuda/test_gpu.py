@@ -65,9 +65,7 @@ def test_cross_stream_reuse_waits(stc) -> None:
     p = x.data_ptr()
     with stc.stream(s2):
         x.fill_(1.0)  # s2 uses x
-    x.record_stream(
-        s2
-    )  # the core hands it to the allocator (slimtensor_cuda.Stream: cuda_stream, device_index)
+    x.record_stream(s2)  # the core hands it to the allocator (slimtensor_cuda.Stream: cuda_stream, device_index)
     del x
     with stc.stream(s1):
         y = st.empty(1 << 20, dtype=st.float32, device="cuda")
