@@ -32,7 +32,7 @@ BUILD_FLAGS := $(BUILD_LOG) --no-build-isolation -Cbuild-dir=build/{wheel_tag} -
 export CMAKE_BUILD_PARALLEL_LEVEL := $(JOBS)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: lab test build build-test build-lab build-compile system-deps stubs check-stubs lint format bench wheel clean distclean help
+.PHONY: lab test build build-test build-lab build-compile system-deps stubs check-stubs lint format bench bench-models wheel clean distclean help
 
 help:
 	@echo "make lab        install the packages and open JupyterLab on notebooks/"
@@ -42,14 +42,18 @@ help:
 	@echo "make lint       ruff, ruff format, clang-format and the stub check (make test runs it)"
 	@echo "make format     apply ruff format and clang-format to the whole tree"
 	@echo "make bench      run the full benchmark suite into benchmarks/results/"
+	@echo "make bench-models  compile the benchmark-sized oneDNN models (convolution, LSTM) make bench times"
 	@echo "make wheel      build the core wheel into dist/"
 	@echo "make browser-check  run every notebook in headless Chromium, screenshots to build/browser-check/"
 
 # --- system packages ------------------------------------------------------------------------------
 # The build needs a C++17 compiler; AOTInductor models need SLEEF (Debian's libsleef3: no PyPI package
-# ships it, and the core wheel bundles the copy it finds at build time). Installed with apt when we are
-# root and they are missing; otherwise the exact command is printed.
-APT_PACKAGES := $(if $(shell command -v c++),,g++) $(if $(shell ldconfig -p 2>/dev/null | grep -F libsleef.so.3),,libsleef3)
+# ships it, and the core wheel bundles the copy it finds at build time); the convolution and LSTM fallbacks
+# need oneDNN (Debian's libdnnl-dev: the header to build against, and libdnnl2, which the wheel bundles;
+# PyPI's onednn is a 97 MB TBB+SYCL build). Installed with apt when we are root and they are missing;
+# otherwise the exact command is printed.
+APT_PACKAGES := $(if $(shell command -v c++),,g++) $(if $(shell ldconfig -p 2>/dev/null | grep -F libsleef.so.3),,libsleef3) \
+                $(if $(wildcard /usr/include/oneapi/dnnl/dnnl.h),,libdnnl-dev)
 
 system-deps:
 	@if [ -n "$(strip $(APT_PACKAGES))" ]; then \
@@ -58,7 +62,7 @@ system-deps:
 	  elif ! command -v c++ >/dev/null; then \
 	    echo "slimtensor needs a C++17 compiler: run 'sudo apt-get install g++' (Debian/Ubuntu) or 'xcode-select --install' (macOS)"; exit 1; \
 	  else \
-	    echo "note: without SLEEF, AOTInductor models compile to scalar kernels; install it: sudo apt-get install libsleef3"; \
+	    echo "note: missing $(strip $(APT_PACKAGES)): without libsleef3 AOTInductor models compile to scalar kernels, without libdnnl-dev convolutions are slower and the LSTM fallback is refused; install: sudo apt-get install $(strip $(APT_PACKAGES))"; \
 	  fi; \
 	fi
 
@@ -153,10 +157,19 @@ format: $(TEST_VENV)/.stamp
 
 # OPENBLAS_CORETYPE (set on some machines for old OpenBLAS builds) slows numpy's and torch's copies:
 # unset for the benchmark run only.
-# The AOTI model cases time the models the AOTI tests compiled (the newest folder of .cache/aoti-models/).
+# The AOTI model cases time the models the AOTI tests compiled (the newest folder of .cache/aoti-models/),
+# and the oneDNN block's models of the op-fallback zoo (the newest op_model_zoo folder holding them; the
+# tests compile only the small ones: `make bench-models` compiles the benchmark-sized ones).
 AOTI_MODELS = $(dir $(firstword $(shell ls -t .cache/aoti-models/*/pointwise.pt2 2>/dev/null)))
+ONEDNN_MODELS = $(dir $(firstword $(shell ls -t .cache/aoti-models/op_model_zoo-*/onednn_bench_lstm.pt2 2>/dev/null)))
+_empty :=
+_space := $(_empty) $(_empty)
+BENCH_MODELS = $(subst $(_space),:,$(strip $(patsubst %/,%,$(AOTI_MODELS) $(ONEDNN_MODELS))))
+bench-models: build-test
+	$(TEST_VENV)/bin/python -c "import sys; sys.path[:0] = ['.', 'tests/aoti']; from tests.aoti._helpers import compile_models; \
+	  from op_model_zoo import ONEDNN_BENCH_MODELS; print(compile_models(ONEDNN_BENCH_MODELS, zoo='op_model_zoo'))"
 bench: build-test
-	env -u OPENBLAS_CORETYPE $(if $(AOTI_MODELS),SLIMTENSOR_BENCH_AOTI_MODELS=$(AOTI_MODELS)) \
+	env -u OPENBLAS_CORETYPE $(if $(BENCH_MODELS),SLIMTENSOR_BENCH_AOTI_MODELS=$(BENCH_MODELS)) \
 	  $(TEST_VENV)/bin/python -m slimtensor.bench --out benchmarks/results/latest.json
 
 wheel: $(TEST_VENV)/.stamp

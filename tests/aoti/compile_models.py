@@ -58,7 +58,10 @@ def compile_one(out_dir: str, name: str, zoo: str = "model_zoo", device: str = "
     # some ops as fallbacks, e.g. scatter)
     deterministic = options.pop("deterministic_algorithms", False)
     torch.use_deterministic_algorithms(deterministic)
-    with torch.no_grad():
+    # not an inductor option either: oneDNN off while exporting (nn.LSTM then decomposes into matmuls
+    # instead of calling mkldnn_rnn_layer)
+    mkldnn = options.pop("mkldnn_enabled", True)
+    with torch.no_grad(), torch.backends.mkldnn.flags(enabled=mkldnn):
         ep = torch.export.export(module, example, dynamic_shapes=dynamic)
         tmp = os.path.join(out_dir, f"{name}.{os.getpid()}.tmp.pt2")
         torch._inductor.aoti_compile_and_package(ep, package_path=tmp, inductor_configs=options)

@@ -170,6 +170,8 @@ def models():
             None,
         ),
         "op_masked_scatter": (MaskedScatter, (_r(4, 6), _r(4, 6, seed=1) > 0, _r(30, seed=2)), None, None),
+        **onednn_models(),
+        **onednn_bench_models(),
     }
 
 
@@ -177,4 +179,183 @@ def models():
 EXTRA_OPTIONS: dict[str, dict] = {
     "op_scatter": {"deterministic_algorithms": True},
     "op_index_put": {"deterministic_algorithms": True},
+    "onednn_lstm_mkldnn_off": {"mkldnn_enabled": False},  # compile_models.py: oneDNN off while exporting
 }
+
+
+# ---- oneDNN: convolution and the LSTM layer (tests/aoti/test_onednn.py) --------------------------------------
+# A separate block (kept apart from the other fallback models for easy merges); models() adds these.
+
+
+class OnednnConvBlock(nn.Module):
+    """A MobileNet-like block: 3x3 conv + batch norm + ReLU, a depthwise 5x5 stride-2 conv, a 1x1 conv."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(16, 16, 3, padding=1)
+        self.bn = nn.BatchNorm2d(16)
+        self.dw = nn.Conv2d(16, 16, 5, stride=2, padding=2, groups=16)
+        self.pw = nn.Conv2d(16, 24, 1, bias=False)
+
+    def forward(self, x):
+        y = torch.relu(self.bn(self.conv(x))) + x
+        return self.pw(torch.relu(self.dw(y)))
+
+
+class OnednnConvVariety(nn.Module):
+    """1-D and 3-D convolutions, dilation, transposed convolutions (groups, output_padding), a sliced input."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv1d(6, 8, 3, padding=2, dilation=2)
+        self.c3 = nn.Conv3d(3, 4, (2, 3, 3), stride=(1, 2, 2), padding=1)
+        self.t2 = nn.ConvTranspose2d(8, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.t1 = nn.ConvTranspose1d(8, 4, 4, stride=2, padding=1, bias=False)
+
+    def forward(self, s, v, x):
+        return self.c1(s[:, :, ::2]), self.c3(v), self.t2(x), self.t1(self.c1(s))
+
+
+class OnednnConvReduced(nn.Module):
+    """Convolutions in bfloat16 or float16 (weights and input), one of them channels-last."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(8, 8, 3, padding=1)
+        self.b = nn.Conv2d(8, 4, 3, stride=2, groups=4)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+class OnednnLSTM(nn.Module):
+    """nn.LSTM with initial states (one layer)."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(8, 12)
+
+    def forward(self, x, h0, c0):
+        y, (h, c) = self.rnn(x, (h0, c0))
+        return y, h, c
+
+
+class OnednnLSTMDeep(nn.Module):
+    """Two layers, bidirectional, batch_first, no initial states, a projection on top."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(8, 12, num_layers=2, bidirectional=True, batch_first=True)
+        self.head = nn.Linear(24, 5)
+
+    def forward(self, x):
+        y, (h, c) = self.rnn(x)
+        return self.head(y), h, c
+
+
+class OnednnLSTMNoBias(nn.Module):
+    def __init__(self, dtype):
+        super().__init__()
+        self.rnn = nn.LSTM(6, 10, bias=False).to(dtype)
+
+    def forward(self, x):
+        y, (h, c) = self.rnn(x)
+        return y, h, c
+
+
+class OnednnGRU(nn.Module):
+    """nn.GRU (torch decomposes it into matmuls and pointwise kernels: no mkldnn_rnn_layer)."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(8, 12, num_layers=2, batch_first=True)
+
+    def forward(self, x):
+        y, h = self.rnn(x)
+        return y, h
+
+
+def onednn_models():
+    cl = _r(2, 8, 9, 9, dtype=torch.bfloat16).contiguous(memory_format=torch.channels_last)
+    batch = torch.export.Dim("batch", min=2, max=64)  # the LSTM specialises a dynamic sequence length
+    return {
+        "onednn_conv_block": (OnednnConvBlock, (_r(2, 16, 20, 20),), None, None),
+        "onednn_conv_variety": (
+            OnednnConvVariety,
+            (_r(2, 6, 21), _r(1, 3, 4, 9, 9), _r(2, 8, 5, 6)),
+            None,
+            None,
+        ),
+        "onednn_conv_bf16_channels_last": (lambda: OnednnConvReduced().to(torch.bfloat16), (cl,), None, None),
+        "onednn_conv_f16": (
+            lambda: OnednnConvReduced().to(torch.float16),
+            (_r(2, 8, 9, 9, dtype=torch.float16),),
+            None,
+            None,
+        ),
+        "onednn_lstm": (OnednnLSTM, (_r(7, 3, 8), _r(1, 3, 12, seed=1), _r(1, 3, 12, seed=2)), None, None),
+        "onednn_lstm_deep": (OnednnLSTMDeep, (_r(3, 9, 8),), ({0: batch},), (_r(5, 9, 8, seed=3),)),
+        "onednn_lstm_nobias_bf16": (
+            lambda: OnednnLSTMNoBias(torch.bfloat16),
+            (_r(5, 2, 6, dtype=torch.bfloat16),),
+            None,
+            None,
+        ),
+        "onednn_gru": (OnednnGRU, (_r(3, 9, 8),), None, None),
+        "onednn_lstm_mkldnn_off": (OnednnLSTMDeep, (_r(3, 9, 8),), None, None),
+    }
+
+
+# Benchmark-sized models of the oneDNN block (slimtensor.bench.aoti_models times them; `make bench-models`
+# compiles them, the tests do not).
+class OnednnBenchResNetBlock(nn.Module):
+    """ResNet's basic block at its first stage: two 3x3 64->64 convolutions on 56x56, batch norms, identity."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(64, 64, 3, padding=1, bias=False), nn.BatchNorm2d(64)
+        self.c2, self.b2 = nn.Conv2d(64, 64, 3, padding=1, bias=False), nn.BatchNorm2d(64)
+
+    def forward(self, x):
+        return torch.relu(self.b2(self.c2(torch.relu(self.b1(self.c1(x))))) + x)
+
+
+class OnednnBenchMobileBlock(nn.Module):
+    """EfficientNet's stride-2 inverted residual: 1x1 24->144, depthwise 5x5 stride 2, squeeze-excite, 1x1 ->40."""
+
+    def __init__(self):
+        super().__init__()
+        self.expand, self.b0 = nn.Conv2d(24, 144, 1, bias=False), nn.BatchNorm2d(144)
+        self.dw, self.b1 = (
+            nn.Conv2d(144, 144, 5, stride=2, padding=2, groups=144, bias=False),
+            nn.BatchNorm2d(144),
+        )
+        self.se1, self.se2 = nn.Conv2d(144, 6, 1), nn.Conv2d(6, 144, 1)
+        self.project, self.b2 = nn.Conv2d(144, 40, 1, bias=False), nn.BatchNorm2d(40)
+
+    def forward(self, x):
+        y = torch.nn.functional.silu(self.b0(self.expand(x)))
+        y = torch.nn.functional.silu(self.b1(self.dw(y)))
+        s = torch.sigmoid(self.se2(torch.nn.functional.silu(self.se1(y.mean((2, 3), keepdim=True)))))
+        return self.b2(self.project(y * s))
+
+
+class OnednnBenchLSTM(nn.Module):
+    def __init__(self, cell=nn.LSTM):
+        super().__init__()
+        self.rnn = cell(128, 256, num_layers=2, batch_first=True)
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+
+def onednn_bench_models():
+    return {
+        "onednn_bench_resnet_block": (OnednnBenchResNetBlock, (_r(1, 64, 56, 56),), None, None),
+        "onednn_bench_mobile_block": (OnednnBenchMobileBlock, (_r(1, 24, 56, 56),), None, None),
+        "onednn_bench_lstm": (OnednnBenchLSTM, (_r(4, 32, 128),), None, None),
+        "onednn_bench_gru": (lambda: OnednnBenchLSTM(nn.GRU), (_r(4, 32, 128),), None, None),
+    }
+
+
+ONEDNN_BENCH_MODELS = sorted(onednn_bench_models())

@@ -17,7 +17,7 @@ def test_info_prints_the_build_options():
     out = proc.stdout
     assert out.startswith(f"slimtensor {st.__version__}")
     build = out[out.index("build:") : out.index("devices:")]
-    for key in ("compiler:", "C++17", "build type", "copy kernels:", "SLEEF:", "BLAS:"):
+    for key in ("compiler:", "C++17", "build type", "copy kernels:", "SLEEF:", "oneDNN:", "BLAS:"):
         assert key in build, build
     assert "cpu" in out[out.index("devices:") :]
 

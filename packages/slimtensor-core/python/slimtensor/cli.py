@@ -45,7 +45,7 @@ def _info() -> int:
 
 
 def _build_lines(_C) -> list[str]:
-    """How the core was built: compiler, build type, copy kernels, SLEEF, BLAS."""
+    """How the core was built: compiler, build type, copy kernels, SLEEF, oneDNN, BLAS."""
     info = dict(getattr(_C, "_BUILD_INFO", {}))
     std = {201703: "C++17", 202002: "C++20", 202302: "C++23"}.get(info.get("cxx_standard", 0), "?")
     lines = [
@@ -54,6 +54,8 @@ def _build_lines(_C) -> list[str]:
         f"  copy kernels:   {_C._copy_isa()} (chosen at run time from this CPU)",
         f"  SLEEF:          {'bundled in slimtensor/lib' if info.get('sleef_bundled') else 'not bundled'}"
         " (vector math for AOTInductor models)",
+        f"  oneDNN:         {'bundled in slimtensor/lib' if info.get('onednn_bundled') else 'not bundled'}"
+        " (convolution and LSTM fallbacks; loaded on first use)",
     ]
     try:
         import scipy_openblas32

@@ -258,5 +258,10 @@ NB_MODULE(_C, m) {
 #else
   build["sleef_bundled"] = false;
 #endif
+#ifdef SLIMTENSOR_DNNL_BUNDLED
+  build["onednn_bundled"] = true;
+#else
+  build["onednn_bundled"] = false;
+#endif
   m.attr("_BUILD_INFO") = build;
 }

@@ -31,6 +31,17 @@ SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_convolution(
     AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride, int64_t stride_len_,
     const int64_t* padding, int64_t padding_len_, const int64_t* dilation, int64_t dilation_len_, int32_t transposed,
     const int64_t* output_padding, int64_t output_padding_len_, int64_t groups, AtenTensorHandle* ret0);
+/* One LSTM layer in one direction (torch's mkldnn_rnn_layer, what compiled nn.LSTM calls with oneDNN on):
+ * input (T, N, I), weight0/weight1 (4H, I)/(4H, H), weight2/weight3 the biases (ignored unless has_biases),
+ * hx_/cx_ (1, N, H); ret0 = output (T, N, H), ret1/ret2 = final hidden/cell states (hx_'s sizes), ret3 = an
+ * empty uint8 workspace. mode must be 2 (LSTM). float32, bfloat16, float16. Note [The mkldnn_rnn_layer
+ * contract] in src/aoti/ops/rnn_layer.cpp says where it differs from torch's kernel. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_mkldnn_rnn_layer(
+    AtenTensorHandle input, AtenTensorHandle weight0, AtenTensorHandle weight1, AtenTensorHandle weight2,
+    AtenTensorHandle weight3, AtenTensorHandle hx_, AtenTensorHandle cx_, int32_t reverse, const int64_t* batch_sizes,
+    int64_t batch_sizes_len_, int64_t mode, int64_t hidden_size, int64_t num_layers, int32_t has_biases,
+    int32_t bidirectional, int32_t batch_first, int32_t train, AtenTensorHandle* ret0, AtenTensorHandle* ret1,
+    AtenTensorHandle* ret2, AtenTensorHandle* ret3);
 /* Attention of (B,H,L,E) queries over (B,H,S,E) keys and (B,H,S,Ev) values; ret0 = output, ret1 = logsumexp.
  * dropout_p must be 0. */
 SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
@@ -136,6 +147,18 @@ SLIMTENSOR_C_API int32_t slimtensor_blas_get_num_threads(void);
 /* "<path> | <OpenBLAS config>" of the loaded BLAS, loading it if needed; "" (and the last error set) when it
  * cannot be loaded. */
 SLIMTENSOR_C_API const char* slimtensor_blas_info(void);
+/* "<path> | oneDNN <version>" of the oneDNN behind convolution and the LSTM layer, loading it if needed; ""
+ * (and the last error set to why) when it is unavailable. */
+SLIMTENSOR_C_API const char* slimtensor_onednn_info(void);
+/* Threads for oneDNN's primitives (slimtensor.aoti.set_num_threads calls it; n < 1 means 1); until it is
+ * called, oneDNN follows slimtensor's own thread count (slimtensor::set_num_threads). */
+SLIMTENSOR_C_API void slimtensor_onednn_set_num_threads(int32_t n);
+/* The OpenMP thread count oneDNN sees on the calling thread now (the calling thread's omp_get_max_threads()
+ * in oneDNN's libgomp); each oneDNN call first sets it to the count above. -1 when oneDNN is
+ * unavailable. */
+SLIMTENSOR_C_API int32_t slimtensor_onednn_threads(void);
+/* How many oneDNN convolution plans (primitives per call shape) the process has cached. */
+SLIMTENSOR_C_API int64_t slimtensor_onednn_convolution_plans(void);
 
 #ifdef __cplusplus
 } /* extern "C" */

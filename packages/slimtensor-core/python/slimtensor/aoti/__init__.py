@@ -32,12 +32,14 @@ def load(
 
 
 def set_num_threads(n: int) -> None:
-    """Threads for the BLAS behind the CPU fallbacks and for the models' OpenMP kernels.
+    """Threads for the BLAS and oneDNN behind the CPU fallbacks and for the models' OpenMP kernels.
 
-    The C function behind the BLAS part is ``slimtensor_blas_set_num_threads`` (slimtensor/c/shim_cpu.h).
+    The C functions behind the BLAS and oneDNN parts are ``slimtensor_blas_set_num_threads`` and
+    ``slimtensor_onednn_set_num_threads`` (slimtensor/c/shim_cpu.h).
     """
     from . import _lib as l
     from . import _runtime
 
     l.lib().slimtensor_blas_set_num_threads(int(n))
+    l.lib().slimtensor_onednn_set_num_threads(int(n))
     _runtime.set_openmp_threads(int(n))

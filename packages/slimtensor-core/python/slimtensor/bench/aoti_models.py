@@ -1,13 +1,17 @@
 """End-to-end latency of the same AOTInductor model .so on slimtensor's shims and on libtorch's, plus addmm.
 
-    python -m slimtensor.bench.aoti_models MODEL_DIR [--threads 1] [--json out.json]
+    python -m slimtensor.bench.aoti_models MODEL_DIR[:MODEL_DIR...] [--threads 1] [--repeats 7] [--rounds 3]
+        [--models a,b,...] [--only models,addmm,conv] [--json out.json]
 
-MODEL_DIR holds NAME.pt2/.npz as written by tests/aoti/compile_models.py. Each side runs in its own
+Each MODEL_DIR holds NAME.pt2/.npz as written by tests/aoti/compile_models.py (the first folder holding a
+model is used). Each side runs in its own
 subprocess: "slim" loads the model with slimtensor.aoti; "torch" loads libtorch_cpu RTLD_GLOBAL (so the
 very same libtorch-free .so binds to libtorch's shims) and dlopens the model. Both then time the same
 loop through ctypes: make the input handles with that library's create_tensor_from_blob_v2, Run, delete
-the outputs. Printed: min and median microseconds per run over 7 repeats (the best of --rounds
-alternating rounds, 3 by default), and slim/torch ratios.
+the outputs. Printed: min and median microseconds per run over --repeats repeats (the best of --rounds
+alternating rounds, 3 by default), and slim/torch ratios. Besides the models (MODELS, or --models), two
+fallbacks alone on both libraries: aoti_torch_cpu_addmm_out (ADDMM) and aoti_torch_cpu_convolution
+(CONV: float32, contiguous NCHW input, bias).
 """
 
 from __future__ import annotations
@@ -31,14 +35,26 @@ MODELS = [
     "transformer_block",
     "view_permute",
     "two_outputs",
+    # tests/aoti/op_model_zoo.py's oneDNN block: convolution and LSTM models at real sizes
+    "onednn_bench_resnet_block",
+    "onednn_bench_mobile_block",
+    "onednn_bench_lstm",
+    "onednn_bench_gru",
 ]
 ADDMM = [(64, 256, 256), (256, 1024, 1024), (512, 512, 2048)]
+# name: (N, C, OC, H, W, kernel, stride, padding, groups); issue 12's shapes: a ResNet 3x3 and an
+# EfficientNet-style depthwise 5x5 stride 2.
+CONV = {
+    "conv 3x3 64->64 56x56": (1, 64, 64, 56, 56, 3, 1, 1, 1),
+    "conv dw5x5/2 144 56x56": (1, 144, 144, 56, 56, 5, 2, 2, 144),
+}
 
 CHILD = r"""
 import ctypes, os, sys, time, json, zipfile, tempfile
 import numpy as np
 side, d, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
-names, addmm = sys.argv[4].split(","), json.loads(sys.argv[5])
+names, addmm = [n for n in sys.argv[4].split(",") if n], json.loads(sys.argv[5])
+convs, repeats = json.loads(sys.argv[6]), int(sys.argv[7])
 os.environ["OMP_NUM_THREADS"] = str(threads)
 H = ctypes.c_void_p
 P64 = ctypes.POINTER(ctypes.c_int64)
@@ -70,7 +86,7 @@ blob.restype, blob.argtypes = I32, [VP, I64, P64, P64, I64, I32, I32, I32, VP, I
 delete = lib.aoti_torch_delete_tensor_object
 delete.restype, delete.argtypes = ctypes.c_int32, [H]
 CODES = {np.dtype(np.float32): 6, np.dtype(np.int64): 4, np.dtype(np.bool_): 11, np.dtype(np.float64): 7}
-def bench(fn, repeats=7):
+def bench(fn):
     fn(); fn()
     n, t0 = 0, time.perf_counter()
     while time.perf_counter() - t0 < 0.05:
@@ -84,8 +100,9 @@ def bench(fn, repeats=7):
     res.sort()
     return res[0], res[len(res) // 2]
 out = {}
-for name in names:
-    dll = open_model(f"{d}/{name}.pt2")
+for stem in names:  # each a model's path without ".pt2"
+    name = os.path.basename(stem)
+    dll = open_model(f"{stem}.pt2")
     c = H()
     create = dll.AOTInductorModelContainerCreateWithDevice
     create.argtypes = [ctypes.POINTER(H), ctypes.c_size_t, ctypes.c_char_p, ctypes.c_char_p]
@@ -98,7 +115,7 @@ for name in names:
     nout = ctypes.c_size_t()
     dll.AOTInductorModelContainerGetNumOutputs.argtypes = [H, ctypes.POINTER(ctypes.c_size_t)]
     dll.AOTInductorModelContainerGetNumOutputs(c, ctypes.byref(nout))
-    z = np.load(f"{d}/{name}.npz")
+    z = np.load(f"{stem}.npz")
     ins = [np.ascontiguousarray(z[k]) for k in sorted(k for k in z.files if k.startswith("in0_"))]
     def dims(v):
         return (ctypes.c_int64 * max(1, len(v)))(*v)
@@ -128,13 +145,43 @@ for m, k, n in addmm:
     A, B, bias, O = (rng.standard_normal(s).astype(np.float32) for s in [(m, k), (k, n), (n,), (m, n)])
     hs = [handle(x) for x in (O, bias, A, B)]
     out[f"addmm {m}x{k}@{k}x{n}"] = bench(lambda: addmm_fn(hs[0], hs[1], hs[2], hs[3], 1.0, 1.0))
+conv_fn = lib.aoti_torch_cpu_convolution
+conv_fn.restype = ctypes.c_int32
+conv_fn.argtypes = [H, H, ctypes.POINTER(H), P64, I64, P64, I64, P64, I64, I32, P64, I64, I64, ctypes.POINTER(H)]
+def ints(*v):
+    return (ctypes.c_int64 * len(v))(*v)
+for key, (n, c, oc, hh, ww, k, stride, pad, groups) in convs.items():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, c, hh, ww)).astype(np.float32)
+    W = rng.standard_normal((oc, c // groups, k, k)).astype(np.float32)
+    B = rng.standard_normal(oc).astype(np.float32)
+    hx, hw, hb = handle(X), handle(W), handle(B)
+    ret = H()
+    args = (hx, hw, ctypes.byref(hb), ints(stride, stride), 2, ints(pad, pad), 2, ints(1, 1), 2, 0, ints(0, 0), 2, groups,
+            ctypes.byref(ret))
+    def conv_once():
+        if conv_fn(*args) != 0:
+            raise RuntimeError("convolution failed")
+        delete(ret)
+    out[key] = bench(conv_once)
 print(json.dumps(out))
 """
 
 
-def run_side(side, model_dir, threads, names):
+def run_side(side, model_dir, threads, names, addmm, convs, repeats):
     r = subprocess.run(
-        [sys.executable, "-c", CHILD, side, model_dir, str(threads), ",".join(names), json.dumps(ADDMM)],
+        [
+            sys.executable,
+            "-c",
+            CHILD,
+            side,
+            model_dir,
+            str(threads),
+            ",".join(names),
+            json.dumps(addmm),
+            json.dumps(convs),
+            str(repeats),
+        ],
         capture_output=True,
         text=True,
         timeout=1200,
@@ -144,17 +191,32 @@ def run_side(side, model_dir, threads, names):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+def _option(name, default):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+
 def main():
-    model_dir = sys.argv[1]
-    threads = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 1
-    names = [n for n in MODELS if os.path.exists(f"{model_dir}/{n}.pt2")]
-    rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
+    model_dirs = sys.argv[1].split(os.pathsep)
+    threads = int(_option("--threads", "1"))
+    repeats = int(_option("--repeats", "7"))
+    wanted = _option("--models", None)
+    wanted = [n for n in wanted.split(",") if n] if wanted is not None else MODELS
+    names = []
+    for n in wanted:
+        found = [f"{d}/{n}" for d in model_dirs if os.path.exists(f"{d}/{n}.pt2")]
+        names += found[:1]
+    rounds = int(_option("--rounds", "3"))
+    # --only narrows what is timed: the models, the addmm calls, the convolution calls
+    only = _option("--only", "models,addmm,conv").split(",")
+    addmm = ADDMM if "addmm" in only else []
+    convs = CONV if "conv" in only else {}
+    names = names if "models" in only else []
     # The sides alternate, `rounds` times each; a case keeps its best (min) round: load from other jobs on
     # the machine then hits both sides alike instead of whichever ran at a busy moment.
     slim, torch_ = {}, {}
     for _ in range(rounds):
         for side, acc in (("slim", slim), ("torch", torch_)):
-            for key, val in run_side(side, model_dir, threads, names).items():
+            for key, val in run_side(side, model_dirs[0], threads, names, addmm, convs, repeats).items():
                 acc[key] = min(acc.get(key, val), val)
     rows = []
     print(f"{'case':32s} {'slim us (min/med)':>20s} {'torch us (min/med)':>20s} {'ratio (min)':>11s}")

@@ -33,6 +33,9 @@ MODEL_HARNESS = "slimtensor.bench.aoti_models"  # runs one AOTI model .so on sli
 MODELS_ENV = "SLIMTENSOR_BENCH_AOTI_MODELS"
 # Models whose st.aoti call is timed from Python (aoti/call/*): one input, one output; two outputs, one a view.
 CALL_MODELS = ["pointwise", "two_outputs", "linear"]
+# The model and fallback cases run at these thread counts (both libraries alike), REPEATS timed repeats each.
+THREADS = (1, 2)
+REPEATS = 21
 
 
 def _aoti_missing() -> str | None:
@@ -163,16 +166,26 @@ def _shim_cases(libs: Libs, quick: bool) -> list[Case]:
 
 
 def _model_dir() -> tuple[str | None, str | None]:
-    """The folder of compiled models (Note [AOTI bench inputs]), or None and why there is none."""
-    folder = os.environ.get(MODELS_ENV)
-    if not folder:
+    """The folders of compiled models, joined by os.pathsep (Note [AOTI bench inputs]), or None and why there
+    are none."""
+    folders = os.environ.get(MODELS_ENV)
+    if not folders:
         return None, (
             f"no compiled models: set {MODELS_ENV} to a folder made by tests/aoti/compile_models.py "
             "(make bench does; compiling needs torch's inductor and minutes, so the bench does not)"
         )
-    if not os.path.isdir(folder):
-        return None, f"{MODELS_ENV}={folder!r} is not a folder"
-    return folder, None
+    for folder in folders.split(os.pathsep):
+        if not os.path.isdir(folder):
+            return None, f"{MODELS_ENV} names {folder!r}, which is not a folder"
+    return folders, None
+
+
+def _find(folders: str, name: str, suffix: str) -> Path | None:
+    """The first of the folders holding name + suffix."""
+    for folder in folders.split(os.pathsep):
+        if (Path(folder) / f"{name}{suffix}").exists():
+            return Path(folder) / f"{name}{suffix}"
+    return None
 
 
 def _model_cases(libs: Libs, quick: bool) -> list[Case]:
@@ -185,7 +198,7 @@ def _model_cases(libs: Libs, quick: bool) -> list[Case]:
     names: list[Path] = []
     if reason is None and model_dir:
         wanted = aoti_models.MODELS
-        names = [Path(model_dir) / f"{n}.pt2" for n in wanted if (Path(model_dir) / f"{n}.pt2").exists()]
+        names = [p for p in (_find(model_dir, n, ".pt2") for n in wanted) if p is not None]
         if not names:
             reason = f"{model_dir} holds none of the models {MODEL_HARNESS} times ({', '.join(wanted)})"
     if reason is not None or not model_dir:
@@ -200,29 +213,40 @@ def _model_cases(libs: Libs, quick: bool) -> list[Case]:
             )
         ]
     folder: str = model_dir
-    cache: dict = {}
+    cache: dict[int, dict] = {}
 
-    def rows() -> dict:
-        if not cache:
+    def rows(threads: int) -> dict:
+        if threads not in cache:
             with tempfile.TemporaryDirectory() as tmp:
                 out = os.path.join(tmp, "aoti.json")
                 subprocess.run(
-                    [sys.executable, "-m", MODEL_HARNESS, folder, "--threads", "1", "--json", out],
+                    [
+                        sys.executable,
+                        "-m",
+                        MODEL_HARNESS,
+                        folder,
+                        "--threads",
+                        str(threads),
+                        "--repeats",
+                        str(5 if quick else REPEATS),
+                        "--json",
+                        out,
+                    ],
                     check=True,
                     capture_output=True,
                     text=True,
-                    timeout=1800,
+                    timeout=3600,
                 )
                 with open(out) as f:
-                    cache.update({r["case"]: r for r in json.load(f)["rows"]})
-        return cache
+                    cache[threads] = {r["case"]: r for r in json.load(f)["rows"]}
+        return cache[threads]
 
-    def runner(row_name: str, what: str):
+    def runner(row_name: str, what: str, threads: int):
         def run(settings: Settings) -> dict:
-            row = rows().get(row_name)
+            row = rows(threads).get(row_name)
             if row is None:
                 return {"slimtensor": {"skipped": f"{MODEL_HARNESS} gave no result for {row_name}"}}
-            # the harness reports min and median microseconds per run over 7 repeats
+            # the harness reports min and median microseconds per run over REPEATS repeats
             return {
                 "slimtensor": summarize([x * 1e-6 for x in row["slim_us"]]),
                 "torch": summarize([x * 1e-6 for x in row["torch_us"]]),
@@ -231,30 +255,56 @@ def _model_cases(libs: Libs, quick: bool) -> list[Case]:
 
         return run
 
-    out = [
-        Case(
-            id=f"aoti/model/{path.stem}",
-            group="aoti",
-            title=f"{title}: {path.stem}",
-            params={"model": path.name, "folder": folder, "harness": MODEL_HARNESS},
-            metric="time",
-            run=runner(path.stem, "AOTInductor models"),
-        )
-        for path in names
-    ]
-    # The BLAS-backed fallback alone: aoti_torch_cpu_addmm_out(out, bias, a, b, 1, 1), float32.
-    for m, k, n in aoti_models.ADDMM:
-        shape = f"{m}x{k}@{k}x{n}"
-        out.append(
+    out = []
+    for threads in THREADS:
+        suffix = "" if threads == 1 else f"/threads{threads}"
+        out += [
             Case(
-                id=f"aoti/addmm/{shape}",
+                id=f"aoti/model/{path.stem}{suffix}",
                 group="aoti",
-                title=f"aoti_torch_cpu_addmm_out, float32 {shape} plus a bias, on slimtensor and on libtorch",
-                params={"m": m, "k": k, "n": n, "harness": MODEL_HARNESS},
+                title=f"{title}: {path.stem}, {threads} thread(s)",
+                params={"model": path.name, "folder": folder, "harness": MODEL_HARNESS, "threads": threads},
                 metric="time",
-                run=runner(f"addmm {shape}", "the AOTI shims"),
+                run=runner(path.stem, "AOTInductor models", threads),
             )
-        )
+            for path in names
+        ]
+        # The fallbacks alone: aoti_torch_cpu_addmm_out(out, bias, a, b, 1, 1) and aoti_torch_cpu_convolution,
+        # float32.
+        for m, k, n in aoti_models.ADDMM:
+            shape = f"{m}x{k}@{k}x{n}"
+            out.append(
+                Case(
+                    id=f"aoti/addmm/{shape}{suffix}",
+                    group="aoti",
+                    title=f"aoti_torch_cpu_addmm_out, float32 {shape} plus a bias, on slimtensor and on libtorch, "
+                    f"{threads} thread(s)",
+                    params={"m": m, "k": k, "n": n, "harness": MODEL_HARNESS, "threads": threads},
+                    metric="time",
+                    run=runner(f"addmm {shape}", "the AOTI shims", threads),
+                )
+            )
+        for key, spec in aoti_models.CONV.items():
+            slug = re.sub(r"[^a-z0-9]+", "_", key.removeprefix("conv ").lower()).strip("_")
+            out.append(
+                Case(
+                    id=f"aoti/conv/{slug}{suffix}",
+                    group="aoti",
+                    title=f"aoti_torch_cpu_convolution, float32 {key.removeprefix('conv ')}, on slimtensor and on "
+                    f"libtorch, {threads} thread(s)",
+                    params=dict(
+                        zip(
+                            ("n", "c", "oc", "h", "w", "kernel", "stride", "padding", "groups"),
+                            spec,
+                            strict=True,
+                        ),
+                        harness=MODEL_HARNESS,
+                        threads=threads,
+                    ),
+                    metric="time",
+                    run=runner(key, "the AOTI shims", threads),
+                )
+            )
     return out
 
 
@@ -264,11 +314,8 @@ def _call_cases(libs: Libs, quick: bool) -> list[Case]:
     reason = _aoti_missing()
     model_dir, no_models = _model_dir()
     reason = reason or no_models
-    paths = [
-        Path(model_dir) / f"{n}.pt2"
-        for n in CALL_MODELS
-        if model_dir and (Path(model_dir) / f"{n}.pt2").exists()
-    ]
+    found = [_find(model_dir, n, ".pt2") if model_dir else None for n in CALL_MODELS]
+    paths = [p for p in found if p is not None]
     if reason is None and not paths:
         reason = f"{model_dir} holds none of the models {', '.join(CALL_MODELS)}"
     if reason is not None:

@@ -1,16 +1,21 @@
 // src/aoti/ops/convolution.cpp: aoti_torch_cpu_convolution: 1-D/2-D/3-D, stride, padding, dilation, groups, transposed
-// (im2col + BLAS).
+// (oneDNN primitives, else im2col + BLAS).
 //
 // Note [Convolution layout]
-// Computation runs on contiguous NC(D)HW buffers in float32 (float32, float16, bfloat16 inputs) or float64
-// (float64 and integer inputs; exact for integers below 2^53), every spatial rank padded to 3-D with size-1
-// leading dims. The result has the input's dtype and torch's memory format: channels-last when the
-// input is channels-last (what torch's meta function, and so the compiled model, expects), else contiguous.
+// The result has the input's dtype and torch's memory format: channels-last when the input is
+// channels-last (what torch's meta function, and so the compiled model, expects), else contiguous.
+// float32, bfloat16 and float16 run through oneDNN (conv_onednn.cpp, Note [oneDNN convolution plans])
+// when it is loaded and has a primitive for the case. The other cases (float64 and integers, empty
+// tensors, no oneDNN) take the im2col path: contiguous NC(D)HW buffers in float32 (float16, bfloat16) or
+// float64 (float64 and integer inputs; exact for integers below 2^53), every spatial rank padded to 3-D
+// with size-1 leading dims.
 #include <climits>
 #include <cstring>
 #include <vector>
 
 #include "aoti/ops/blas.h"
+#include "aoti/ops/conv_onednn.h"
+#include "aoti/ops/onednn.h"
 #include "aoti/ops/op_args.h"
 #include "slimtensor/c/shim_cpu.h"
 #include "slimtensor/copy/copy.h"
@@ -20,15 +25,6 @@ using namespace slimtensor;
 using namespace slimtensor::aoti;
 
 namespace {
-
-struct ConvGeometry {
-  int64_t n = 0, c = 0, oc = 0, groups = 1;
-  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
-  int64_t stride[3] = {1, 1, 1}, pad[3] = {0, 0, 0}, dil[3] = {1, 1, 1};
-  int64_t in_len() const { return in[0] * in[1] * in[2]; }
-  int64_t out_len() const { return out[0] * out[1] * out[2]; }
-  int64_t k_len() const { return k[0] * k[1] * k[2]; }
-};
 
 // A per-dimension parameter list: length 1 (same for every dim) or nd.
 void read_param(const int64_t* p, int64_t len, int nd, int64_t lo, const char* what, const char* fn, int64_t def,
@@ -59,6 +55,9 @@ void raw_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int
     return;
   }
   int oa = ta ? blas::kTrans : blas::kNoTrans, ob = tb ? blas::kTrans : blas::kNoTrans;
+  if constexpr (sizeof(T) == 4) {  // Note [GEMM on oneDNN] in gemm.cpp
+    if (onednn::sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc, fn)) return;
+  }
   const blas::Api& api = blas::api(fn);
   if constexpr (sizeof(T) == 4) {
     api.sgemm(blas::kRowMajor, oa, ob, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), beta, c, int(ldc));
@@ -148,6 +147,20 @@ Tensor contiguous_in(const Tensor& t, ScalarType dt) {
   return out;
 }
 
+// The im2col path on contiguous buffers of the compute dtype T.
+template <typename T>
+void im2col_convolution(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor* b, const Tensor& y,
+                        const char* fn) {
+  const T* xp = static_cast<const T*>(x.data_ptr());
+  const T* wp = static_cast<const T*>(w.data_ptr());
+  T* yp = static_cast<T*>(const_cast<void*>(static_cast<const void*>(y.data_ptr())));
+  if (g.transposed)
+    conv_transposed<T>(g, xp, wp, yp, fn);
+  else
+    conv_forward<T>(g, xp, wp, yp, fn);
+  if (b) add_bias<T>(g, static_cast<const T*>(b->data_ptr()), yp);
+}
+
 // torch's suggest_memory_format: channels-last when the tensor is laid out that way and not plain contiguous.
 bool channels_last(const Tensor& t) {
   if (t.ndim() == 4) return !t.is_contiguous() && t.is_contiguous(MemoryFormat::ChannelsLast);
@@ -183,6 +196,8 @@ AOTITorchError aoti_torch_cpu_convolution(AtenTensorHandle input, AtenTensorHand
     }
     if (groups < 1) fail(ErrorKind::Value, fn, "(): groups must be >= 1 but is ", groups);
     ConvGeometry g;
+    g.nd = nd;
+    g.transposed = transposed != 0;
     g.groups = groups;
     g.n = x.sizes()[0];
     g.c = x.sizes()[1];
@@ -193,7 +208,7 @@ AOTITorchError aoti_torch_cpu_convolution(AtenTensorHandle input, AtenTensorHand
     read_param(stride, stride_len_, nd, 1, "stride", fn, 1, g.stride);
     read_param(padding, padding_len_, nd, 0, "padding", fn, 0, g.pad);
     read_param(dilation, dilation_len_, nd, 1, "dilation", fn, 1, g.dil);
-    int64_t opad[3] = {0, 0, 0};
+    int64_t* opad = g.opad;
     if (transposed) read_param(output_padding, output_padding_len_, nd, 0, "output_padding", fn, 0, opad);
     if (g.c % groups != 0)
       fail(ErrorKind::Value, fn, "(): input channels ", g.c, " are not divisible by groups ", groups);
@@ -235,43 +250,10 @@ AOTITorchError aoti_torch_cpu_convolution(AtenTensorHandle input, AtenTensorHand
     if (inf.is_complex || !inf.convertible || x.dtype() == ScalarType::Bool) {
       fail(ErrorKind::NotImplemented, fn, "(): no convolution for dtype ", name(x.dtype()));
     }
-    ScalarType ct = (x.dtype() == ScalarType::Float64 || !inf.is_floating) ? ScalarType::Float64 : ScalarType::Float32;
     std::vector<int64_t> out_sizes = {g.n, g.oc};
     for (int d = 3 - nd; d < 3; ++d) out_sizes.push_back(g.out[d]);
-    Tensor xc = contiguous_in(x, ct), wc = contiguous_in(w, ct);
-    Tensor y = empty(out_sizes, ct, kCPUDevice);
-    Tensor bc;
-    if (b) bc = contiguous_in(*b, ct);
-    if (ct == ScalarType::Float32) {
-      auto* yp = static_cast<float*>(y.data_ptr());
-      if (g.n * g.oc * g.out_len() > 0) {
-        if (transposed)
-          conv_transposed<float>(g, static_cast<const float*>(xc.data_ptr()), static_cast<const float*>(wc.data_ptr()),
-                                 yp, fn);
-        else
-          conv_forward<float>(g, static_cast<const float*>(xc.data_ptr()), static_cast<const float*>(wc.data_ptr()), yp,
-                              fn);
-        if (b) add_bias<float>(g, static_cast<const float*>(bc.data_ptr()), yp);
-      }
-    } else {
-      auto* yp = static_cast<double*>(y.data_ptr());
-      if (g.n * g.oc * g.out_len() > 0) {
-        if (transposed)
-          conv_transposed<double>(g, static_cast<const double*>(xc.data_ptr()),
-                                  static_cast<const double*>(wc.data_ptr()), yp, fn);
-        else
-          conv_forward<double>(g, static_cast<const double*>(xc.data_ptr()), static_cast<const double*>(wc.data_ptr()),
-                               yp, fn);
-        if (b) add_bias<double>(g, static_cast<const double*>(bc.data_ptr()), yp);
-      }
-    }
-    bool cl = channels_last(x);
-    if (!cl && ct == x.dtype()) {
-      *ret0 = make_handle(std::move(y), fn);
-      return;
-    }
     std::vector<int64_t> strides(out_sizes.size());
-    if (cl) {  // N, C, spatial... with C fastest
+    if (channels_last(x)) {  // N, C, spatial... with C fastest
       int64_t s = 1;
       strides[1] = s;
       s *= out_sizes[1];
@@ -284,7 +266,23 @@ AOTITorchError aoti_torch_cpu_convolution(AtenTensorHandle input, AtenTensorHand
       contiguous_strides(out_sizes.data(), static_cast<int>(out_sizes.size()), strides.data());
     }
     Tensor result = empty_strided(out_sizes, strides, x.dtype(), kCPUDevice);
-    copy_(result, y);
+    if (convolution_onednn(g, x, w, b, result, fn)) {
+      *ret0 = make_handle(std::move(result), fn);
+      return;
+    }
+    ScalarType ct = (x.dtype() == ScalarType::Float64 || !inf.is_floating) ? ScalarType::Float64 : ScalarType::Float32;
+    Tensor xc = contiguous_in(x, ct), wc = contiguous_in(w, ct);
+    Tensor y = result.dtype() == ct && result.is_contiguous() ? result : empty(out_sizes, ct, kCPUDevice);
+    Tensor bc;
+    if (b) bc = contiguous_in(*b, ct);
+    if (g.n * g.oc * g.out_len() > 0) {
+      if (ct == ScalarType::Float32) {
+        im2col_convolution<float>(g, xc, wc, b ? &bc : nullptr, y, fn);
+      } else {
+        im2col_convolution<double>(g, xc, wc, b ? &bc : nullptr, y, fn);
+      }
+    }
+    if (y.data_ptr() != result.data_ptr()) copy_(result, y);
     *ret0 = make_handle(std::move(result), fn);
   });
 }

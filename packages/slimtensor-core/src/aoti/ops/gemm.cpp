@@ -6,6 +6,13 @@
 // fits in int32. An operand with any other layout (expanded, sliced with a step, too large) is first
 // copied to a contiguous temporary. An output whose columns are dense is written as its transpose
 // (C^T = B^T A^T); an output BLAS cannot write is computed in a temporary and copied back.
+//
+// Note [GEMM on oneDNN]
+// float32 GEMMs run on oneDNN's dnnl_sgemm when oneDNN is loaded (src/aoti/ops/onednn.h), OpenBLAS otherwise
+// and for float64 (oneDNN has no dgemm). Measured here (1 thread, AVX-512 Xeon): 4x256 @ 256x768, the
+// per-step GEMM of a GRU or LSTM decomposed into matrix products, 27 us on oneDNN against 96 on OpenBLAS
+// (torch's 23); 128x256 @ 256x768, 0.77 ms against 1.21 (torch's 1.17). OpenBLAS packs the whole B for
+// every call, which dominates when A has few rows.
 #include "aoti/ops/gemm.h"
 
 #include <algorithm>
@@ -15,6 +22,7 @@
 #include <utility>
 
 #include "aoti/ops/blas.h"
+#include "aoti/ops/onednn.h"
 #include "layout/layout.h"
 #include "slimtensor/base/error.h"
 #include "slimtensor/copy/copy.h"
@@ -73,6 +81,12 @@ void blas_gemm(const Tensor& c, const Tensor& a0, const Tensor& b0, double alpha
   const T* pb = static_cast<const T*>(b.data_ptr());
   T* pc = static_cast<T*>(c.data_ptr());
   int ta = la.trans ? blas::kTrans : blas::kNoTrans, tb = lb.trans ? blas::kTrans : blas::kNoTrans;
+  if constexpr (sizeof(T) == 4) {  // Note [GEMM on oneDNN]
+    const float fa = static_cast<float>(alpha), fb = static_cast<float>(beta);
+    if (!lc.trans ? onednn::sgemm(la.trans, lb.trans, m, n, k, fa, pa, la.ld, pb, lb.ld, fb, pc, lc.ld, fn)
+                  : onednn::sgemm(!lb.trans, !la.trans, n, m, k, fa, pb, lb.ld, pa, la.ld, fb, pc, lc.ld, fn))
+      return;
+  }
   if (!lc.trans) {
     if constexpr (sizeof(T) == 4) {
       api.sgemm(blas::kRowMajor, ta, tb, m, n, k, static_cast<float>(alpha), pa, la.ld, pb, lb.ld,
