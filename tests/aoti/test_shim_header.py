@@ -68,8 +68,9 @@ def test_signatures_match_torch():
     base = os.path.join(inc, "torch", "csrc", "inductor", "aoti_torch")
     with open(os.path.join(base, "c", "shim.h")) as f:
         torch_decls = _decls(f.read(), "AOTI_TORCH_EXPORT")
-    with open(os.path.join(base, "generated", "c_shim_cpu.h")) as f:
-        torch_decls.update(_decls(f.read(), "AOTI_TORCH_EXPORT"))
+    for header in (("generated", "c_shim_cpu.h"), ("c", "shim_cpu.h")):  # torchgen's and the hand-written ops
+        with open(os.path.join(base, *header)) as f:
+            torch_decls.update(_decls(f.read(), "AOTI_TORCH_EXPORT"))
     ours = {}
     for h in ("shim.h", "shim_cpu.h"):
         with open(os.path.join(INCLUDE, h)) as f:
