@@ -54,6 +54,7 @@ void bind_tensor(nb::module_& m);
 void bind_factories(nb::module_& m);
 void bind_dlpack(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_aoti(nb::module_& m);
+void bind_collectives(nb::module_& m);
 void bind_device_memory(nb::module_& m, nb::class_<Tensor>& cls);
 void bind_indexing(nb::class_<Tensor>& cls);
 void bind_buffer(nb::module_& m);

@@ -116,6 +116,7 @@ NB_MODULE(_C, m) {
   bind_factories(m);
   bind_buffer(m);
   bind_aoti(m);
+  bind_collectives(m);
 
   m.def(
       "_memory_stats",

@@ -160,6 +160,17 @@ SLIMTENSOR_C_API int32_t slimtensor_onednn_threads(void);
 /* How many oneDNN convolution plans (primitives per call shape) the process has cached. */
 SLIMTENSOR_C_API int64_t slimtensor_onednn_convolution_plans(void);
 
+/* The c10d functional collectives over a named group (Note [Collective groups] in slimtensor/c/collectives.h):
+ * all_reduce returns a new reduced tensor, all_reduce_ reduces inp in place; wait_tensor waits for the work. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu__c10d_functional_all_reduce(AtenTensorHandle inp, const char* reduce_op,
+                                                                           const char* group_name,
+                                                                           AtenTensorHandle* ret0);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu__c10d_functional_all_reduce_(AtenTensorHandle inp, const char* reduce_op,
+                                                                            const char* group_name,
+                                                                            AtenTensorHandle* ret0);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu__c10d_functional_wait_tensor(AtenTensorHandle inp,
+                                                                            AtenTensorHandle* ret0);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

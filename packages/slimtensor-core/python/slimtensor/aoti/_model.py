@@ -39,6 +39,15 @@ from . import _device_support, _elf, _lib, _package, _runtime
 _TORCH_ABI = "2.13"
 
 
+# A model calls aoti_torch_proxy_executor_call_function for the ops torch declares no C shim for, run by
+# libtorch's proxy executor; the collectives other than all_reduce are among them (docs/distributed.md).
+_PROXY_EXECUTOR_HINT = (
+    " It calls ops through libtorch's proxy executor, which slimtensor does not provide: among them the "
+    "collectives all_gather, reduce_scatter and broadcast (torch's headers declare C shims only for "
+    "all_reduce, all_reduce_ and wait_tensor, which slimtensor implements over slimtensor.distributed)."
+)
+
+
 class AOTIError(RuntimeError):
     """A model failed to load or run."""
 
@@ -108,6 +117,8 @@ class AOTIModel:
                 f"not implement: {', '.join(missing)}. slimtensor implements torch {_TORCH_ABI}'s shims "
                 "for tensors and the op fallbacks that 'slimtensor info --ops' lists as implemented; a "
                 "model from another torch version, or one using other fallback ops, needs them added."
+                + _PROXY_EXECUTOR_HINT
+                * ("aoti_torch_proxy_executor_call_function" in missing)
             )
         if "AOTInductorModelContainerCreateWithDevice" not in _elf.defined_symbols(files.so_path):
             raise ValueError(
