@@ -217,8 +217,10 @@ bool small_layout(const CopyLayout& l) {
          es < (int64_t{1} << 31) && ed < (int64_t{1} << 31);
 }
 
-// The variant the benchmark compares (SLIMTENSOR_CUDA_COPY_VARIANT, read at every launch so that one
-// process can compare them); 0 = the default.
+// The tile variant (SLIMTENSOR_CUDA_COPY_VARIANT, read at every launch so that one benchmark process can
+// compare them: BENCH_VARIANTS=0,1,2 bench/cuda_copies.py): 0 = the default (vector tiles of 256-byte
+// rows), 1 = vector tiles of half the edge, 2 = no vector tiles. Kept only until a GPU run has compared
+// them (none has yet, bench/NOTES.md); then the losers go.
 int copy_variant() {
   const char* e = std::getenv("SLIMTENSOR_CUDA_COPY_VARIANT");
   return e ? std::atoi(e) : 0;
