@@ -115,20 +115,28 @@ def main(out_path: str) -> None:
     import torch
 
     calls = _calls()
-    rows = [bench_mm(torch, calls, dt) for dt in (torch.bfloat16, torch.float32)]
-    rows += [
-        bench_attention(torch, calls, dt, m)
-        for dt in (torch.float32, torch.bfloat16)
-        for m in ("causal", "bias")
-    ]
+    rows = []
+
+    def measure(fn, *args, suffix=""):
+        """One row; a failing case is recorded with its error, so the other rows still run."""
+        try:
+            r = fn(torch, calls, *args)
+        except Exception as exc:  # noqa: BLE001  (a benchmark reports, it does not stop at one case)
+            r = {"op": f"{fn.__name__}{args}", "error": f"{type(exc).__name__}: {exc}"}
+        r["op"] += suffix
+        rows.append(r)
+
+    for dt in (torch.bfloat16, torch.float32):
+        measure(bench_mm, dt)
+    for dt in (torch.float32, torch.bfloat16):
+        for m in ("causal", "bias"):
+            measure(bench_attention, dt, m)
     # The kernel's two block shapes, forced (SLIMTENSOR_ATTENTION_ROW_TILES), to check the launcher's choice.
     for tiles in ("1", "2"):
         os.environ["SLIMTENSOR_ATTENTION_ROW_TILES"] = tiles
         for dt in (torch.float32, torch.bfloat16):
             for m in ("causal", "bias"):
-                r = bench_attention(torch, calls, dt, m)
-                r["op"] += f" (row tiles {tiles})"
-                rows.append(r)
+                measure(bench_attention, dt, m, suffix=f" (row tiles {tiles})")
     os.environ.pop("SLIMTENSOR_ATTENTION_ROW_TILES", None)
     result = {
         "about": __doc__.splitlines()[0],
@@ -141,6 +149,9 @@ def main(out_path: str) -> None:
     with open(out_path, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1)
     for r in rows:
+        if "error" in r:
+            print(f"{r['op']:<60} FAILED: {r['error']}")
+            continue
         print(
             f"{r['op']:<60} {r['dtype']:<9} slimtensor {r['slimtensor_ms']:8.3f} ms  torch {r['torch_ms']:8.3f} ms  "
             f"ratio {r['ratio']:.3f}  ({r['slimtensor_tflops']:.0f} vs {r['torch_tflops']:.0f} TFLOP/s)"
