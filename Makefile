@@ -195,7 +195,7 @@ CLANG_RT    := $(shell dirname $$($(CLANGXX) -print-file-name=libclang_rt.asan-x
 FUZZ_ENV    := LD_LIBRARY_PATH=$(CLANG_RT) LD_PRELOAD=$(CLANG_RT)/libclang_rt.asan-x86_64.so ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:abort_on_error=1 \
                UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 LLVM_PROFILE_FILE=$(FUZZ_BUILD)/%p.profraw
 
-.PHONY: fuzz-clang fuzz-build fuzz fuzz-one fuzz-py fuzz-coverage build-asan test-asan test-tsan
+.PHONY: fuzz-clang fuzz-build fuzz fuzz-one fuzz-py fuzz-coverage build-asan test-asan test-tsan reintroduce
 fuzz-clang:
 	@command -v $(CLANGXX) >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get install -y -q clang-$(CLANG_VER) libclang-rt-$(CLANG_VER)-dev llvm-$(CLANG_VER); \
@@ -222,11 +222,14 @@ fuzz: fuzz-build
 	$(MAKE) --no-print-directory fuzz-py FUZZ_PY_RUNS=-1 FUZZ_PY_TIME=$(FUZZ_TIME)
 
 # Line coverage of the code the C fuzzers target, from the profiles their runs wrote (llvm-cov).
+# (An empty .profraw, left by a run killed before exit, makes llvm-profdata fail with "No such file": skipped.)
 fuzz-coverage:
+	find $(FUZZ_BUILD) -maxdepth 1 -name '*.profraw' -empty -delete
 	$(LLVM_BIN)/llvm-profdata merge -sparse $(FUZZ_BUILD)/*.profraw -o $(FUZZ_BUILD)/fuzz.profdata
 	$(LLVM_BIN)/llvm-cov report $(FUZZ_BUILD)/core/libslimtensor.so -instr-profile=$(FUZZ_BUILD)/fuzz.profdata \
 	  $(CORE)/src/aoti/handle.cpp $(CORE)/src/aoti/handle.h $(CORE)/src/aoti/getters.cpp $(CORE)/src/aoti/lifecycle.cpp \
-	  $(CORE)/src/aoti/copies.cpp $(CORE)/src/aoti/scalars.cpp $(CORE)/src/aoti/dlpack_bridge.cpp
+	  $(CORE)/src/aoti/copies.cpp $(CORE)/src/aoti/scalars.cpp $(CORE)/src/aoti/dlpack_bridge.cpp \
+	  $(CORE)/src/dlpack/codec.cpp $(CORE)/src/dlpack/types.cpp $(CORE)/src/dlpack/device_memory.cpp
 
 # The Python differential fuzzer (atheris): view chains, copies and conversions against numpy.
 FUZZ_PY_TIME ?= 10
@@ -235,6 +238,17 @@ fuzz-py: build-test
 	$(TEST_VENV)/bin/python -m pip install $(PIP_FLAGS) atheris
 	$(TEST_VENV)/bin/python tests/fuzz/views_fuzzer.py -max_total_time=$(FUZZ_PY_TIME) -runs=$(FUZZ_PY_RUNS) \
 	  -max_len=256 tests/fuzz/corpus/views
+
+# Re-introduced bugs: each patch of tests/fuzz/reintroduced/ (one fixed finding of issue 14 put back) applied to a
+# scratch copy of the tree (build/reintro/src), built (ASan+UBSan like build-asan, clang+libFuzzer like
+# fuzz-build), and its detectors (regression tests, the sanitizers, a fuzzer from an empty corpus for
+# REINTRO_FUZZ_TIME seconds) must fail; then reverted. Summary: build/reintro/summary.json.
+REINTRO_FUZZ_TIME ?= 600
+reintroduce: build-asan fuzz-build
+	env REINTRO_ASAN_FLAGS="$(ASAN_CFLAGS)" REINTRO_ASAN_LINK="-fsanitize=address $(SAN_UB)" \
+	  REINTRO_ASAN_ENV='$(ASAN_RUN)' REINTRO_FUZZ_ENV='$(FUZZ_ENV)' REINTRO_CC=clang-$(CLANG_VER) \
+	  REINTRO_CXX=$(CLANGXX) REINTRO_FUZZ_FLAGS="$(FUZZ_FLAGS)" REINTRO_FUZZ_LINK="$(FUZZ_SAN) -fprofile-instr-generate" \
+	  JOBS=$(JOBS) $(ASAN_VENV)/bin/python tests/fuzz/reintroduce.py --fuzz-time $(REINTRO_FUZZ_TIME) $(REINTRO_ARGS)
 
 # --- make test-asan / test-tsan -------------------------------------------------------------------
 # The core and slimtensor._C built with GCC's ASan + UBSan (float-cast-overflow and alignment included, no
@@ -246,7 +260,12 @@ ASAN_VENV  := .venv-asan
 SAN_UB     := -fsanitize=undefined,float-cast-overflow,alignment -fno-sanitize-recover=all
 ASAN_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address $(SAN_UB)
 LIBASAN    = $(shell gcc -print-file-name=libasan.so)
-ASAN_RUN   = LD_PRELOAD=$(LIBASAN) ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:abort_on_error=1:detect_odr_violation=0 \
+# libstdc++ is preloaded right after libasan: Python is a C program, so when ASan starts no libstdc++ is
+# loaded yet, its __cxa_throw interceptor finds no real __cxa_throw, and the first C++ exception thrown in
+# the process (torch's TORCH_CHECK inside the oracle, or ours) aborts with "AddressSanitizer: CHECK failed:
+# asan_interceptors.cpp: real___cxa_throw != 0" (under pytest's output capture the report is lost).
+LIBSTDCXX  = $(shell gcc -print-file-name=libstdc++.so.6)
+ASAN_RUN   = LD_PRELOAD="$(LIBASAN) $(LIBSTDCXX)" ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:abort_on_error=1:detect_odr_violation=0 \
              UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 SLIMTENSOR_CXX_SANITIZE="-fsanitize=address $(SAN_UB)" \
              SLIMTENSOR_CXX_ASAN_OPTIONS=detect_leaks=1
 $(ASAN_VENV)/.stamp: requirements/test.txt requirements/build.txt | system-deps
@@ -254,24 +273,47 @@ $(ASAN_VENV)/.stamp: requirements/test.txt requirements/build.txt | system-deps
 	$(ASAN_VENV)/bin/python -m pip install $(PIP_FLAGS) -r requirements/test.txt
 	touch $@
 
+# Both installs run with libasan preloaded: once the ASan-built package is installed, a rebuild's Python
+# steps load it ("ASan runtime does not come first in initial library list" otherwise).
 build-asan: $(ASAN_VENV)/.stamp
-	$(ASAN_VENV)/bin/python -m pip install $(PIP_FLAGS) --no-build-isolation -Cbuild-dir=build/asan-{wheel_tag} \
+	env $(ASAN_RUN) $(ASAN_VENV)/bin/python -m pip install $(PIP_FLAGS) --no-build-isolation -Cbuild-dir=build/asan-{wheel_tag} \
 	  -Ccmake.build-type=Debug "-Ccmake.define.CMAKE_CXX_FLAGS=$(ASAN_CFLAGS)" "-Ccmake.define.CMAKE_C_FLAGS=$(ASAN_CFLAGS)" \
 	  "-Ccmake.define.CMAKE_SHARED_LINKER_FLAGS=-fsanitize=address $(SAN_UB)" "-Ccmake.define.CMAKE_MODULE_LINKER_FLAGS=-fsanitize=address $(SAN_UB)" \
 	  -Ccmake.define.CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) -e $(CORE)
-	@if [ -d $(TEST_PLUGIN) ]; then $(ASAN_VENV)/bin/python -m pip install $(PIP_FLAGS) --no-build-isolation \
+	@if [ -d $(TEST_PLUGIN) ]; then env $(ASAN_RUN) $(ASAN_VENV)/bin/python -m pip install $(PIP_FLAGS) --no-build-isolation \
 	  -Cbuild-dir=build/asan-hostdev-{wheel_tag} "-Ccmake.define.CMAKE_CXX_FLAGS=$(ASAN_CFLAGS)" $(TEST_PLUGIN); fi
 
 test-asan: build-asan
 	time env $(ASAN_RUN) $(ASAN_VENV)/bin/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
-# ThreadSanitizer: libslimtensor built with -fsanitize=thread (build/tsan) and the C++ thread stress program
-# (tests/aoti/cpp/threads_stress.cpp: handles, copies, counters from many threads) run against it.
+# ThreadSanitizer: the core and slimtensor._C built with -fsanitize=thread into .venv-tsan (a venv that sees
+# .venv-test's packages through a .pth line, so nothing is downloaded; its own slimtensor comes first); the C++
+# thread stress program (tests/aoti/cpp/threads_stress.cpp: handles, copies, counters from many threads) run
+# against its libslimtensor; then one AOTI model run from 4 threads at once, results checked
+# (tests/aoti/tsan_model_threads.py; libtsan preloaded into Python; libgomp, not instrumented, suppressed:
+# tests/aoti/tsan.supp). The model is the AOTI tests' compiled mlp.
 TSAN_BUILD := build/tsan
-test-tsan: $(TEST_VENV)/.stamp
-	cmake -S $(CORE) -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE=$(abspath $(TEST_VENV))/bin/python \
-	  "-DCMAKE_CXX_FLAGS=-fsanitize=thread -fno-omit-frame-pointer" "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread" >/dev/null
-	cmake --build $(TSAN_BUILD) -j$(JOBS) --target slimtensor
-	g++ -std=c++17 -O1 -g -fsanitize=thread -pthread tests/aoti/cpp/threads_stress.cpp -I$(CORE)/include \
-	  $(TSAN_BUILD)/libslimtensor.so -Wl,-rpath,$(abspath $(TSAN_BUILD)) -o $(TSAN_BUILD)/threads_stress
+TSAN_VENV  := .venv-tsan
+TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer -g
+LIBTSAN    = $(shell gcc -print-file-name=libtsan.so)
+TSAN_RUNS  ?= 20
+PURELIB    := import sysconfig; print(sysconfig.get_path('purelib'))
+$(TSAN_VENV)/.stamp: $(TEST_VENV)/.stamp
+	$(PYTHON) -m venv $(TSAN_VENV)
+	$(TEST_VENV)/bin/python -c "$(PURELIB)" > "$$($(TSAN_VENV)/bin/python -c "$(PURELIB)")/test_packages.pth"
+	touch $@
+
+test-tsan: $(TEST_VENV)/.stamp $(TSAN_VENV)/.stamp
+	@# a rebuild's Python steps must not load the TSan-built package (libtsan is not preloaded there)
+	$(TSAN_VENV)/bin/python -m pip uninstall -q -y slimtensor-core 2>/dev/null || true
+	$(TSAN_VENV)/bin/python -m pip install $(PIP_FLAGS) --no-deps --no-build-isolation -Cbuild-dir=$(TSAN_BUILD)-{wheel_tag} \
+	  -Ccmake.build-type=RelWithDebInfo "-Ccmake.define.CMAKE_CXX_FLAGS=$(TSAN_FLAGS)" "-Ccmake.define.CMAKE_C_FLAGS=$(TSAN_FLAGS)" \
+	  "-Ccmake.define.CMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread" "-Ccmake.define.CMAKE_MODULE_LINKER_FLAGS=-fsanitize=thread" \
+	  -Ccmake.define.CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) -e $(CORE)
+	mkdir -p $(TSAN_BUILD) && lib=$$($(TSAN_VENV)/bin/python -c "$(PURELIB)")/slimtensor/lib/libslimtensor.so && \
+	  g++ -std=c++17 -O1 -g -fsanitize=thread -pthread tests/aoti/cpp/threads_stress.cpp -I$(CORE)/include \
+	  $$lib -Wl,-rpath,$$(dirname $$lib) -o $(TSAN_BUILD)/threads_stress
 	time env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(TSAN_BUILD)/threads_stress
+	@test -n "$(AOTI_MODELS)" || { echo "no compiled test models in .cache/aoti-models: run the AOTI tests once (make test)"; exit 1; }
+	time env LD_PRELOAD=$(LIBTSAN) TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(abspath tests/aoti/tsan.supp) \
+	  $(TSAN_VENV)/bin/python tests/aoti/tsan_model_threads.py $(AOTI_MODELS) $(TSAN_RUNS)

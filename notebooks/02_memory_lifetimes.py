@@ -236,6 +236,6 @@ else:
     print(tr.summary())
     fig = st.viz.lifetimes(tr)
     if os.environ.get("SLIMTENSOR_NOTEBOOK_FIGURES"):  # GPU runs without Jupyter save the picture
-        fig.savefig(Path(os.environ["SLIMTENSOR_NOTEBOOK_FIGURES"]) / "02_cuda_lifetimes.png", dpi=110)
+        fig.savefig(Path(os.environ["SLIMTENSOR_NOTEBOOK_FIGURES"]) / "02_cuda_lifetimes.png", dpi=110, bbox_inches="tight")
     print(st.cuda.memory_summary())
 fig

@@ -169,7 +169,7 @@ else:
         print(f"{type(e).__name__}: {e}")
     fig = st.viz.layout(view)
     if os.environ.get("SLIMTENSOR_NOTEBOOK_FIGURES"):  # GPU runs without Jupyter save the picture
-        fig.savefig(Path(os.environ["SLIMTENSOR_NOTEBOOK_FIGURES"]) / "03_cuda_layout.png", dpi=110)
+        fig.savefig(Path(os.environ["SLIMTENSOR_NOTEBOOK_FIGURES"]) / "03_cuda_layout.png", dpi=110, bbox_inches="tight")
     display(fig)  # noqa: F821 - IPython's display
 
 # %% [markdown]

@@ -191,5 +191,5 @@ else:
     print(_report.cuda_table([c for c in cuda_results["cases"] if c["group"] == "cuda"]))
     cuda_fig = benchmark(cuda_results, kind="cuda")
     if os.environ.get("SLIMTENSOR_NOTEBOOK_FIGURES"):  # GPU runs without Jupyter save the picture
-        cuda_fig.savefig(Path(os.environ["SLIMTENSOR_NOTEBOOK_FIGURES"]) / "04_cuda_bench.png", dpi=110)
+        cuda_fig.savefig(Path(os.environ["SLIMTENSOR_NOTEBOOK_FIGURES"]) / "04_cuda_bench.png", dpi=110, bbox_inches="tight")
 cuda_fig

@@ -121,7 +121,7 @@ if HAVE_CUDA:
     marks = [("stream B", "waits for a_done", transpose_end)]
     fig = st.viz.timeline(spans, marks, title="two CUDA streams: copies and kernels, timed by CUDA events")
     if FIGURES:
-        fig.savefig(Path(FIGURES) / "06_cuda_streams.png", dpi=110)
+        fig.savefig(Path(FIGURES) / "06_cuda_streams.png", dpi=110, bbox_inches="tight")
 else:
     print("skipped: no usable CUDA device here")
 fig
@@ -142,7 +142,7 @@ if HAVE_CUDA:
                   f"{names.get(e.stream, 'stream ' + hex(e.stream or 0))}")
     fig2 = st.viz.lifetimes(tr)
     if FIGURES:
-        fig2.savefig(Path(FIGURES) / "06_cuda_lifetimes.png", dpi=110)
+        fig2.savefig(Path(FIGURES) / "06_cuda_lifetimes.png", dpi=110, bbox_inches="tight")
     display(fig2)  # noqa: F821 - IPython's display
 else:
     print("skipped: no usable CUDA device here")

@@ -10,6 +10,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -191,6 +192,20 @@ def tolerance(dtype) -> float:
     return {"float32": 2e-5, "float64": 1e-12, "bfloat16": 2e-2, "float16": 2e-3}.get(name, 0.0)
 
 
+def cxx_sanitize_flags() -> list[str]:
+    """Under make test-asan, the sanitizer flags the C++ test programs are built with (SLIMTENSOR_CXX_SANITIZE)."""
+    return shlex.split(os.environ.get("SLIMTENSOR_CXX_SANITIZE", ""))
+
+
+def cxx_env(**extra: str) -> dict[str, str]:
+    """The environment of a C++ test program: under make test-asan its own ASAN_OPTIONS (LeakSanitizer on: a
+    C++ program, unlike the interpreter, frees everything it made)."""
+    env = dict(os.environ, **extra)
+    if os.environ.get("SLIMTENSOR_CXX_ASAN_OPTIONS"):
+        env["ASAN_OPTIONS"] = os.environ["SLIMTENSOR_CXX_ASAN_OPTIONS"]
+    return env
+
+
 def build_cpp(source: str, out_dir) -> str:
     """Compiles tests/aoti/cpp/<source> against the installed libslimtensor (C ABI and C++ API headers);
     returns the executable's path."""
@@ -207,6 +222,7 @@ def build_cpp(source: str, out_dir) -> str:
         "-std=c++17",
         "-O1",
         "-pthread",
+        *cxx_sanitize_flags(),
         os.path.join(HERE, "cpp", source),
         f"-I{include}",
         _lib.library_path(),

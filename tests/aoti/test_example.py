@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from ._helpers import ROOT, build_cpp, load_reference
+from ._helpers import ROOT, build_cpp, cxx_env, load_reference
 
 EXAMPLES = os.path.join(ROOT, "packages", "slimtensor-core", "examples")
 
@@ -88,6 +88,6 @@ def test_run_model_example(model_dir, run_model_exe, tmp_path, name):
 
 def test_check_throws_and_codes(tmp_path):
     exe = build_cpp("check_throws.cpp", tmp_path)
-    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60, env=cxx_env())
     assert r.returncode == 0, r.stdout + r.stderr
     assert "ndim" in r.stdout

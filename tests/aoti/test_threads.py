@@ -4,15 +4,14 @@ per-thread caches; every counter returns to its baseline."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 
-from ._helpers import build_cpp
+from ._helpers import build_cpp, cxx_env
 
 
 def test_handles_across_threads_leave_every_count_exact(tmp_path):
     exe = build_cpp("threads_stress.cpp", tmp_path)
-    r = subprocess.run([exe], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([exe], capture_output=True, text=True, timeout=120, env=cxx_env())
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip() == "ok"
 
@@ -25,7 +24,7 @@ def test_handles_across_threads_with_the_debug_registry(tmp_path):
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "SLIMTENSOR_DEBUG_HANDLES": "1"},
+        env=cxx_env(SLIMTENSOR_DEBUG_HANDLES="1"),
     )
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip() == "ok"

@@ -876,6 +876,27 @@ def test_device_round_trip_passes_handle_and_byte_offset(path):
     np.testing.assert_array_equal(u2.cpu().numpy(), u.cpu().numpy())
 
 
+@pytest.mark.parametrize("path", PATHS)
+def test_device_import_refuses_a_misaligned_byte_offset(path):
+    # Note [Device element alignment]: a float32 2 bytes into a device allocation would fault a GPU kernel.
+    _hostdev()
+    t = st.arange(8, dtype=st.float32).to("hostdev:0")
+    capsule = t.__dlpack__(max_version=(1, 1))
+    m = DLManagedTensorVersioned.from_address(_PyCapsule_GetPointer(capsule, b"dltensor_versioned"))
+    m.dl_tensor.byte_offset += 2
+    m.dl_tensor.shape[0] = 4
+    from slimtensor.aoti import _lib
+
+    refusal = ValueError if path == "python" else _lib.BridgeError  # the C bridge: an error code and message
+    with pytest.raises(refusal, match=r"element 0 of this float32 view .* not a multiple of 4 bytes"):
+        import_capsule(path, capsule)
+    aligned = t.__dlpack__(max_version=(1, 1))
+    m = DLManagedTensorVersioned.from_address(_PyCapsule_GetPointer(aligned, b"dltensor_versioned"))
+    m.dl_tensor.byte_offset += 4
+    m.dl_tensor.shape[0] = 4
+    assert import_capsule(path, aligned).cpu().tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
 def test_device_stream_rules():
     _hostdev()
     t = st.zeros(4, device="hostdev:0")

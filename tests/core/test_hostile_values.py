@@ -123,3 +123,15 @@ def test_pickle_naming_an_unknown_dtype_is_a_value_error():
         with pytest.raises(ValueError, match="cannot unpickle a tensor of dtype .* no such slimtensor dtype"):
             fn(data, shape, bad, device)
     assert fn(data, shape, "float32", device).tolist() == [0.0, 1.0, 2.0]
+
+
+def test_from_blob_of_null_on_a_device_says_null():
+    # Was "device index -1 is out of range": NULL is located nowhere, and refused as NULL (hostdev's
+    # memory is handles; on an addressable device such as cuda the message says "data is NULL").
+    if "hostdev" not in {d.name for d in st.devices() if d.available}:
+        pytest.skip("the hostdev test plugin is not installed (make build-test)")
+    with pytest.raises(
+        ValueError, match=r"from_blob\(\): the device memory handle is NULL but the view has elements"
+    ):
+        st.from_blob(0, (4,), dtype=st.float32, device="hostdev")
+    assert st.from_blob(0, (0,), dtype=st.float32, device="hostdev").numel() == 0

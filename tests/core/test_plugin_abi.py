@@ -11,6 +11,8 @@ import subprocess
 
 import pytest
 
+from tests.aoti._helpers import cxx_env, cxx_sanitize_flags
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -31,6 +33,7 @@ def _build(tmp_path) -> str:
         "-Wextra",
         "-Werror=unused-result",
         "-pthread",
+        *cxx_sanitize_flags(),
         os.path.join(HERE, "cpp", "plugin_abi.cpp"),
         f"-I{include}",
         _lib.library_path(),
@@ -45,6 +48,6 @@ def _build(tmp_path) -> str:
 
 def test_plugin_abi_from_a_cpp_host(tmp_path) -> None:
     exe = _build(tmp_path)
-    r = subprocess.run([exe], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([exe], capture_output=True, text=True, timeout=120, env=cxx_env())
     assert r.returncode == 0, r.stdout + r.stderr
     assert ", 0 failed" in r.stdout

@@ -3,7 +3,7 @@
 Usage (repository root): python packages/slimtensor-cuda/bench/cuda_ops.py OUT.json. Rows: mm 4096x4096x4096 in
 bfloat16 and float32 (slimtensor's cuBLASLt call vs torch.mm), and efficient attention at batch 8, 12 heads,
 sequence 1024, head dim 64 in float32 and bfloat16, causal and with a bias (slimtensor's kernel vs torch's
-_scaled_dot_product_efficient_attention). Each op is called directly through the shim library (handles made
+_scaled_dot_product_efficient_attention), with the launcher's block shape and with each one forced. Each op is called directly through the shim library (handles made
 once, outside the timed region; the attention outputs are deleted after each call, as a model run does). CUDA
 events around each call, the median of REPS runs after warm-up; ratio = slimtensor / torch (below 1 is faster).
 """
@@ -121,6 +121,15 @@ def main(out_path: str) -> None:
         for dt in (torch.float32, torch.bfloat16)
         for m in ("causal", "bias")
     ]
+    # The kernel's two block shapes, forced (SLIMTENSOR_ATTENTION_ROW_TILES), to check the launcher's choice.
+    for tiles in ("1", "2"):
+        os.environ["SLIMTENSOR_ATTENTION_ROW_TILES"] = tiles
+        for dt in (torch.float32, torch.bfloat16):
+            for m in ("causal", "bias"):
+                r = bench_attention(torch, calls, dt, m)
+                r["op"] += f" (row tiles {tiles})"
+                rows.append(r)
+    os.environ.pop("SLIMTENSOR_ATTENTION_ROW_TILES", None)
     result = {
         "about": __doc__.splitlines()[0],
         "command": f"python packages/slimtensor-cuda/bench/cuda_ops.py {out_path}",
@@ -133,7 +142,7 @@ def main(out_path: str) -> None:
         json.dump(result, f, indent=1)
     for r in rows:
         print(
-            f"{r['op']:<45} {r['dtype']:<9} slimtensor {r['slimtensor_ms']:8.3f} ms  torch {r['torch_ms']:8.3f} ms  "
+            f"{r['op']:<60} {r['dtype']:<9} slimtensor {r['slimtensor_ms']:8.3f} ms  torch {r['torch_ms']:8.3f} ms  "
             f"ratio {r['ratio']:.3f}  ({r['slimtensor_tflops']:.0f} vs {r['torch_tflops']:.0f} TFLOP/s)"
         )
 

@@ -20,8 +20,12 @@ class OpError(RuntimeError):
 
 
 def support():
+    """The CUDA plugin's AOTI support (its shim library), with the plugin registered in the core, so DLPack
+    capsules of CUDA tensors import as slimtensor CUDA handles."""
+    import slimtensor as st
     from slimtensor_cuda import _aoti
 
+    st.load_plugins()
     return _aoti.support()
 
 

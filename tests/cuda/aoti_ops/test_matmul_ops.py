@@ -8,6 +8,8 @@ accumulation); and within the same bound of torch's own result in that dtype.
 
 from __future__ import annotations
 
+import zlib
+
 import pytest
 
 from ._cuda_calls import OpError, call_out, rel_error
@@ -49,7 +51,7 @@ def _check(torch, got, a, b, dtype_name, self_=None, beta=0.0, alpha=1.0, same=N
 def test_mm_every_layout(cuda_torch, dtype_name, la, lb):
     torch = cuda_torch
     dt = _dt(torch, dtype_name)
-    gen = torch.Generator(device="cuda").manual_seed(hash((la, lb, dtype_name)) % 1000)
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"{la}{lb}{dtype_name}".encode()))
     m, k, n = 37, 53, 29
     a = _operand(torch, m, k, dt, la, gen)
     b = _operand(torch, k, n, dt, lb, gen)

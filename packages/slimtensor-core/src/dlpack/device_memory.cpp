@@ -4,6 +4,7 @@
 #include "slimtensor/base/error.h"
 #include "slimtensor/runtime/device_registry.h"
 #include "slimtensor/tensor/factories.h"
+#include "tensor/device_alignment.h"
 
 namespace slimtensor::dlpack {
 
@@ -22,6 +23,7 @@ Tensor import_memory(const DLTensor& dl, IntList sizes, IntList strides, ScalarT
       ST_CHECK(dl.data != nullptr || extent == 0, Value, call_name(function),
                ": the DLPack tensor has elements "
                "but a null data pointer; the producer is broken");
+      if (extent > 0) check_device_alignment(device, dl.byte_offset, dtype, function);
       return Storage::adopt(StorageImpl::borrow_device(device, dl.data, dl.byte_offset, extent, release, context,
                                                        read_only, owner, function));
     });

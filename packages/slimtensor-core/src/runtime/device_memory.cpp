@@ -51,8 +51,10 @@ const DeviceEntry& pinning_device(DeviceType type, const char* function) {
            (e->unavailable_reason.empty() ? std::string(" has no host_allocate")
                                           : " is unavailable: " + e->unavailable_reason);
   }
-  fail(ErrorKind::Runtime, function, ": pinned memory needs an available device plugin that pins host memory, "
-       "and there is none (", why.empty() ? std::string("no device plugin is registered") : why,
+  fail(ErrorKind::Runtime, function,
+       ": pinned memory needs an available device plugin that pins host memory, "
+       "and there is none (",
+       why.empty() ? std::string("no device plugin is registered") : why,
        "); install one (pip install slimtensor-cuda on a machine with an NVIDIA GPU), or use pin_memory=False");
 }
 
@@ -67,8 +69,8 @@ Tensor empty_pinned(IntList sizes, IntList strides, ScalarType dtype, const Devi
       throw Error(ErrorKind::Memory, std::string(function) + ": out of memory allocating a pinned block's header");
     }
     try {
-      return Storage::adopt(StorageImpl::borrow(kCPUDevice, ptr, extent, release_pinned, block, false, "pinned",
-                                                function));
+      return Storage::adopt(
+          StorageImpl::borrow(kCPUDevice, ptr, extent, release_pinned, block, false, "pinned", function));
     } catch (...) {
       release_pinned(ptr, block);  // borrow throws only before the storage exists
       throw;
@@ -111,7 +113,8 @@ bool is_pinned(const Tensor& t, DeviceType type, const char* function) {
 
 void record_stream(const Tensor& t, void* stream, const char* function) {
   const Device d = t.device();
-  ST_CHECK(!d.is_cpu(), Value, function, ": the tensor is on the CPU, which has no streams; record_stream is for "
+  ST_CHECK(!d.is_cpu(), Value, function,
+           ": the tensor is on the CPU, which has no streams; record_stream is for "
            "tensors of a plugin device (cuda, ...)");
   const StorageImpl* s = t.storage_impl();
   if (!s->is_owning() || s->data() == nullptr) return;  // not the allocator's memory (Note [record_stream in the core])
@@ -122,15 +125,18 @@ void record_stream(const Tensor& t, void* stream, const char* function) {
 }
 
 Device check_device_pointer(Device device, const void* ptr, const char* function) {
-  if (device.is_cpu() || ptr == nullptr) return device;
+  if (device.is_cpu()) return device;
+  // NULL locates nowhere; from_blob refuses it for a view with elements ("data is NULL"), on index 0 as
+  // the device name says, not as a device index -1.
+  if (ptr == nullptr) return Device{device.type, device.index < 0 ? int16_t{0} : device.index};
   const DeviceEntry& e = usable_device(Device{device.type, device.index < 0 ? int16_t{0} : device.index}, function);
   if (!device_calls::can_locate(e)) return device;  // the plugin cannot tell: the caller is trusted
   int32_t index = -1;
   const char* why = "";
   ST_CHECK(device_calls::locate_pointer(e, ptr, &index, &why), Value, function, ": ", ptr, " is not memory of ",
            device_string(device), " (", why, "); pass the device the memory is on (device='cpu' for host memory)");
-  ST_CHECK(device.index < 0 || device.index == index, Value, function, ": ", ptr, " is memory of ", e.name, ":",
-           index, ", not ", device_string(device), "; pass device='", e.name, ":", index, "'");
+  ST_CHECK(device.index < 0 || device.index == index, Value, function, ": ", ptr, " is memory of ", e.name, ":", index,
+           ", not ", device_string(device), "; pass device='", e.name, ":", index, "'");
   return Device{device.type, static_cast<int16_t>(index)};
 }
 

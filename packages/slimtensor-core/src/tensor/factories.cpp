@@ -8,6 +8,7 @@
 #include "slimtensor/base/error.h"
 #include "slimtensor/copy/fill.h"
 #include "slimtensor/runtime/device_registry.h"
+#include "tensor/device_alignment.h"
 
 namespace slimtensor {
 
@@ -51,8 +52,14 @@ Tensor full(IntList sizes, const Scalar& value, ScalarType dtype, Device device)
 Tensor from_blob(void* data, IntList sizes, IntList strides, int64_t storage_offset, ScalarType dtype, Device device,
                  BorrowDeleter deleter, void* context, bool read_only, const char* owner, const char* op) {
   // A device must be registered and usable before memory is called its own (as empty(device=...) checks).
-  if (!device.is_cpu()) usable_device(device, op);
+  const bool device_address =
+      !device.is_cpu() && (usable_device(device, op).memory_flags & ST_DEVICE_MEMORY_ADDRESSABLE) != 0;
   return Tensor::make_for_extent(sizes, strides, storage_offset, dtype, op, op, [&](int64_t extent) {
+    if (device_address && extent > 0) {  // before the storage takes the deleter (Note [Device element alignment])
+      check_device_alignment(
+          device, reinterpret_cast<uintptr_t>(data) + static_cast<uint64_t>(storage_offset * itemsize(dtype)), dtype,
+          op);
+    }
     return Storage::adopt(StorageImpl::borrow(device, data, extent, deleter, context, read_only, owner, op));
   });
 }

@@ -9,6 +9,7 @@
 #include "slimtensor/runtime/events.h"
 
 #include "runtime/counters.h"
+#include "tensor/device_alignment.h"
 
 namespace slimtensor {
 namespace {
@@ -128,11 +129,28 @@ void Tensor::finish(const char* op) {
       fail(ErrorKind::Value, call_name(op), ": view needs storage bytes [", offset_ * isz, ", ", extent,
            ") but storage holds ", held, "; check sizes, strides and storage_offset");
     }
+    const StorageImpl* s = storage_.get();
+    if (!s->device().is_cpu() && extent > 0) {  // a view that changes the dtype may misalign its elements
+      const uint64_t base = s->is_addressable() ? reinterpret_cast<uintptr_t>(s->data()) : 0;
+      check_device_alignment(s->device(), base + s->handle_offset() + static_cast<uint64_t>(offset_ * itemsize()),
+                             dtype_, op);
+    }
   } catch (...) {
     storage_ = Storage();  // never counted as a live tensor, so its destructor must not uncount it
     throw;
   }
   count(op);
+}
+
+// Note [Device element alignment]
+void check_device_alignment(Device device, uint64_t element0, ScalarType dtype, const char* function) {
+  const uint64_t size = static_cast<uint64_t>(slimtensor::itemsize(dtype));
+  const uint64_t align = size == 0 ? 1 : (size & (~size + 1)) < 16 ? (size & (~size + 1)) : 16;
+  ST_CHECK(element0 % align == 0, Value, call_name(function), ": element 0 of this ", name(dtype), " view of ",
+           device_string(device), " memory is at ", reinterpret_cast<const void*>(static_cast<uintptr_t>(element0)),
+           ", which is not a multiple of ", align,
+           " bytes; device kernels need aligned elements (a misaligned one "
+           "faults and loses the device context): pass an aligned pointer or offset, or copy the bytes as uint8");
 }
 
 void Tensor::count(const char* op) noexcept {

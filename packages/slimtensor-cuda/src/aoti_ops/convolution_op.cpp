@@ -83,19 +83,24 @@ int in_layout(const char* op, const TensorInfo& t, bool channels_last, TensorInf
   return 0;
 }
 
-// cuDNN's int dims and strides for t, with a height of 1 inserted for 1-D convolutions.
-bool cudnn_dims(const TensorInfo& t, bool one_d, int* dims, int* strides, int* nd) {
+// cuDNN's int dims for t (a height of 1 inserted for 1-D convolutions) and the dense strides of those dims in
+// the chosen format: t is dense in it (in_layout), and a size-1 dim's stride, which torch leaves arbitrary, is
+// given its canonical value.
+bool cudnn_dims(const TensorInfo& t, bool one_d, bool channels_last, int* dims, int* strides, int* nd) {
+  int64_t d64[kMaxOpDims], s64[kMaxOpDims];
   int k = 0;
   for (int64_t i = 0; i < t.ndim; ++i) {
-    if (one_d && i == 2) {
-      dims[k] = 1;
-      strides[k] = static_cast<int>(std::min<int64_t>(t.strides[2] * t.sizes[2], INT_MAX));
-      ++k;
-    }
-    if (t.sizes[i] > INT_MAX || t.strides[i] > INT_MAX) return false;
-    dims[k] = static_cast<int>(t.sizes[i]);
-    strides[k] = static_cast<int>(t.strides[i]);
-    ++k;
+    if (one_d && i == 2) d64[k++] = 1;
+    d64[k++] = t.sizes[i];
+  }
+  if (channels_last)
+    channels_last_strides(k, d64, s64);
+  else
+    contiguous_strides(k, d64, s64);
+  for (int i = 0; i < k; ++i) {
+    if (d64[i] > INT_MAX || s64[i] > INT_MAX) return false;
+    dims[i] = static_cast<int>(d64[i]);
+    strides[i] = static_cast<int>(s64[i]);
   }
   *nd = k;
   return true;
@@ -233,7 +238,8 @@ int convolution(AtenTensorHandle input_h, AtenTensorHandle weight_h, AtenTensorH
   const bool one_d = nsp == 1;
   const int type = cudnn_type(input.dtype);
   int xd[kMaxOpDims], xs[kMaxOpDims], yd[kMaxOpDims], ys[kMaxOpDims], wd[kMaxOpDims], ws_[kMaxOpDims], nd = 0;
-  if (!cudnn_dims(x, one_d, xd, xs, &nd) || !cudnn_dims(out, one_d, yd, ys, &nd) || !cudnn_dims(w, one_d, wd, ws_, &nd))
+  if (!cudnn_dims(x, one_d, channels_last, xd, xs, &nd) || !cudnn_dims(out, one_d, channels_last, yd, ys, &nd) ||
+      !cudnn_dims(w, one_d, channels_last, wd, ws_, &nd))
     return fail("%s(): a size or stride exceeds 2^31-1, which cuDNN does not take", op);
   const int nsp_c = nd - 2;
   int pad[3], str[3], dil[3];

@@ -89,13 +89,14 @@ int new_tensor(const char* op, int64_t ndim, const int64_t* sizes, const int64_t
 }
 
 int new_cpu_tensor(const char* op, int64_t ndim, const int64_t* sizes, int32_t dtype, AtenTensorHandle* out) {
-  int64_t strides[kMaxOpDims];
+  int64_t sz[kMaxOpDims] = {}, strides[kMaxOpDims] = {};  // never null, also for 0 dims
   int64_t s = 1;
   for (int64_t i = ndim - 1; i >= 0; --i) {
+    sz[i] = sizes[i];
     strides[i] = s;
     s *= sizes[i];
   }
-  if (aoti_torch_empty_strided(ndim, sizes, strides, dtype, aoti_torch_device_type_cpu(), 0, out) ||
+  if (aoti_torch_empty_strided(ndim, sz, strides, dtype, aoti_torch_device_type_cpu(), 0, out) ||
       aoti_torch_zero_(*out)) {
     release(*out);
     *out = nullptr;

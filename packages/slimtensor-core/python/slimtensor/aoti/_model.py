@@ -185,7 +185,12 @@ class AOTIModel:
         self._const_size_fn = self._fn(
             "AOTInductorModelContainerGetConstantDataSize", c_int32, C, c_size_t, POINTER(c_size_t)
         )
-        self._last_error_fn = self._fn("AOTInductorGetLastError", c_int32, POINTER(c_char_p))
+        # The model container's own last error: newer torch versions export it (2.13 does), older ones
+        # (2.11's CUDA models) do not; the shim's and the plugin's messages are reported either way.
+        try:
+            self._last_error_fn = self._fn("AOTInductorGetLastError", c_int32, POINTER(c_char_p))
+        except AttributeError:
+            self._last_error_fn = None
         try:
             self._blob_fn = self._fn("AOTInductorModelUpdateConstantsFromBlob", c_int32, C, POINTER(c_uint8))
         except AttributeError:
@@ -218,7 +223,7 @@ class AOTIModel:
     def _model_error(self, what: str) -> AOTIError:
         msg = c_char_p()
         text = ""
-        if self._last_error_fn(ctypes.byref(msg)) == 0 and msg.value:
+        if self._last_error_fn is not None and self._last_error_fn(ctypes.byref(msg)) == 0 and msg.value:
             text = msg.value.decode("utf-8", "replace").strip()
         shim = _lib.last_error()
         support = getattr(self, "_support", None)

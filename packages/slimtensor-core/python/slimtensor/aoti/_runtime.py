@@ -76,23 +76,25 @@ def set_openmp_threads(n: int) -> None:
 
 
 # Note [Sanitizer binding]
-# AddressSanitizer refuses RTLD_DEEPBIND (it would bind the model's malloc past ASan's interceptors). In a
-# process running under ASan (make test-asan preloads libasan) the model is opened RTLD_LOCAL without it.
+# AddressSanitizer and ThreadSanitizer refuse RTLD_DEEPBIND (it would bind the model's malloc and pthread calls
+# past their interceptors). In a process running under either (make test-asan preloads libasan, make
+# test-tsan libtsan) the model is opened RTLD_LOCAL without it.
 # Its aoti_torch_* are then looked up in the global scope first, then in its own dependencies, where the
 # DT_NEEDED entry added by _elf.add_needed puts libslimtensor. So the binding is exactly the same as with
 # RTLD_DEEPBIND unless some library in the global scope defines aoti_torch_* (a libtorch loaded
 # RTLD_GLOBAL): that is checked, and refused rather than letting the model bind to it.
-def under_asan() -> bool:
-    return hasattr(ctypes.CDLL(None), "__asan_init")
+def under_sanitizer() -> bool:
+    process = ctypes.CDLL(None)
+    return hasattr(process, "__asan_init") or hasattr(process, "__tsan_init")
 
 
 def model_dlopen_mode() -> int:
-    """RTLD_LOCAL | RTLD_NOW, plus RTLD_DEEPBIND except under ASan (Note [Sanitizer binding])."""
-    if not under_asan():
+    """RTLD_LOCAL | RTLD_NOW, plus RTLD_DEEPBIND except under ASan or TSan (Note [Sanitizer binding])."""
+    if not under_sanitizer():
         return os.RTLD_LOCAL | os.RTLD_NOW | os.RTLD_DEEPBIND
     if hasattr(ctypes.CDLL(None), "aoti_torch_empty_strided"):
         raise OSError(
-            "under AddressSanitizer models are opened without RTLD_DEEPBIND, and a library in the global "
+            "under AddressSanitizer or ThreadSanitizer models are opened without RTLD_DEEPBIND, and a library in the global "
             "scope (a libtorch loaded RTLD_GLOBAL) defines aoti_torch_*: the model would bind to it"
         )
     return os.RTLD_LOCAL | os.RTLD_NOW
