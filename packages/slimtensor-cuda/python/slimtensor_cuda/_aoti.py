@@ -78,7 +78,11 @@ class CudaAOTISupport:
 
         _lib.lib()  # libslimtensor first: the shim library's DT_NEEDED on its soname binds that copy
         self.shim_library = path
-        self._lib = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        # RTLD_DEEPBIND (as for models): its own calls of the core's shims bind to its libslimtensor even
+        # where a libtorch was put in the global scope before it (Note [Sanitizer binding] for ASan).
+        from slimtensor.aoti import _runtime
+
+        self._lib = ctypes.CDLL(path, mode=_runtime.model_dlopen_mode())
         L = self._lib
         L.slimtensor_cuda_aoti_last_error.restype = c_char_p
         L.slimtensor_cuda_aoti_last_error.argtypes = []
