@@ -6,7 +6,9 @@ the copy a ``DT_NEEDED`` on libslimtensor's soname (``_elf.add_needed``) and ope
 ``RTLD_LOCAL | RTLD_DEEPBIND``: the model then looks symbols up in itself and its own dependencies first,
 where libslimtensor (already loaded, found by soname) provides them, and only then in the global scope. So
 a libtorch in the process (imported before or after) keeps its own shims, and a stock torch AOTI model
-still binds to libtorch. libslimtensor itself is never put in the global scope.
+still binds to libtorch. libslimtensor itself is never put in the global scope. A model for a plugin's device
+(``device="mps"``) binds to the core and the plugin's shim libraries the same way (Note [Device shim
+libraries] in ``_device_libraries.py``).
 
 Note [Input handles]
 ``AOTInductorModelContainerRun`` steals the input handles it gets past its input check and nulls their
@@ -20,11 +22,12 @@ import ctypes
 import os
 import re
 import shutil
+import sys
 import tempfile
 import threading
 from ctypes import POINTER, c_char_p, c_int32, c_size_t, c_uint8, c_void_p
 
-from . import _elf, _lib, _package, _runtime
+from . import _device_libraries, _elf, _lib, _package, _runtime
 
 _TORCH_ABI = "2.13"
 
@@ -66,13 +69,20 @@ class AOTIModel:
 
     # ---- loading --------------------------------------------------------------------------------------
     def _open(self, path, device, model_name, num_models, check_inputs):
-        if device.split(":")[0] != "cpu":
-            raise NotImplementedError(
-                f"slimtensor.aoti.load(): device={device!r}: only 'cpu' models run on "
-                "slimtensor's shims for now"
+        if not sys.platform.startswith("linux"):
+            raise AOTIError(
+                f"slimtensor.aoti.load(): binding a model to slimtensor's shims patches ELF shared libraries "
+                f"(Note [Binding the model to slimtensor]), which exists for Linux only; on {sys.platform} "
+                "(Mach-O models) it is not written yet"
             )
         self.path, self.device = path, device
         self._device_type = device.split(":")[0]
+        plugin = None  # Note [Device shim libraries]: a device other than the CPU binds to its plugin too
+        if self._device_type != "cpu":
+            try:
+                plugin = _device_libraries.device_plugin(self._device_type)
+            except RuntimeError as e:
+                raise AOTIError(str(e)) from None
         files = _package.open_model_files(path, self._dir, model_name)
         _package.check_metadata(files, device)
         self._files = files
@@ -82,24 +92,42 @@ class AOTIModel:
             undefined = _elf.undefined_symbols(files.so_path)
         except _elf.ElfError as e:
             raise ValueError(f"slimtensor.aoti.load(): {path!r}: {e}") from e
-        have = _elf.defined_symbols(libpath)
-        missing = sorted(n for n in undefined if n.startswith("aoti_torch_") and n not in have)
+        libraries = [libpath, *(plugin.libraries if plugin else ())]
+        shims = _device_libraries.resolve({n for n in undefined if n.startswith("aoti_torch_")}, libraries)
+        missing = sorted(n for n, library in shims.items() if library is None)
         if missing:
+            who = (
+                "slimtensor does not implement"
+                if plugin is None
+                else f"neither slimtensor nor the {plugin.source} plugin implements"
+            )
+            searched = "" if plugin is None else f" (searched {', '.join(libraries)})"
             raise AOTIError(
-                f"slimtensor.aoti.load(): {path!r} calls {len(missing)} shim function(s) slimtensor does "
-                f"not implement: {', '.join(missing)}. slimtensor implements torch {_TORCH_ABI}'s shims "
-                "for tensors and the CPU op fallbacks that 'slimtensor info --ops' lists as implemented; a "
-                "model from another torch version, or one using other fallback ops, needs them added."
+                f"slimtensor.aoti.load(): {path!r} calls {len(missing)} shim function(s) {who}: "
+                f"{', '.join(missing)}{searched}. slimtensor "
+                f"implements torch {_TORCH_ABI}'s shims for tensors and the CPU op fallbacks that 'slimtensor "
+                "info --ops' lists as implemented; a model from another torch version, or one using other "
+                "fallback ops, needs them added."
             )
         if "AOTInductorModelContainerCreateWithDevice" not in _elf.defined_symbols(files.so_path):
             raise ValueError(
                 f"slimtensor.aoti.load(): {path!r} is a shared library but not an AOTInductor model "
                 "(no AOTInductorModelContainerCreateWithDevice)"
             )
+        if plugin is not None and not plugin.available:
+            raise AOTIError(
+                f"slimtensor.aoti.load(): {path!r} is compiled for {self._device_type!r}, which is "
+                f"unavailable here: {plugin.reason}"
+            )
         _runtime.ensure_sleef({n for n in undefined if n.startswith("Sleef_")}, path)
         soname = _elf.soname(libpath) or os.path.basename(libpath)
         try:
-            _elf.add_needed(files.so_path, soname)
+            if plugin is None:
+                _elf.add_needed(files.so_path, soname)
+            else:  # Note [A library of DT_NEEDED entries]
+                needed = os.path.join(self._dir, "needed.so")
+                _elf.write_needed_library(needed, [soname, *plugin.libraries], like=files.so_path)
+                _elf.add_needed(files.so_path, needed)
         except _elf.ElfError as e:
             raise AOTIError(f"slimtensor.aoti.load(): cannot bind {path!r} to slimtensor: {e}") from e
         try:
