@@ -1,7 +1,8 @@
-"""st.aoti.load(path, device="mps"): models are bound to the Metal plugin's shim library (Note [Device shim
-libraries]). On Linux (no Metal): the plugin names its library, an MPS model's shims resolve to it and to
-the core, a shim the plugin lacks is named, the load is refused with the plugin's reason, and a model bound
-through the loader's mechanism calls the very plugin this process runs. On a Mac with Metal: a model
+"""st.aoti.load(path, device="mps"): the Metal plugin's `slimtensor.aoti` entry point (Note [Binding an MPS
+model] in slimtensor_metal/_aoti.py). On Linux (no Metal): the loader finds the plugin's support, the shim
+library defines the MPS shims, the library the model binds to brings the core and the plugin, the load is
+refused with the plugin's reason, and a model bound the way the loader binds it calls the very plugin this
+process runs. On a Mac with Metal: a model
 compiled by torch for "mps" runs (never run so far: no Mac where this was written; docs/plugins.md)."""
 
 from __future__ import annotations
@@ -27,78 +28,73 @@ without_metal = pytest.mark.skipif(
 )
 
 
-def test_the_plugin_names_its_own_extension_as_the_shim_library() -> None:
-    from slimtensor.aoti import _device_libraries, _elf
+def test_the_mps_models_plugin_is_found_through_its_entry_point() -> None:
+    from slimtensor.aoti import _device_support
 
-    (library,) = slimtensor_metal.aoti_libraries()
-    assert os.path.samefile(library, slimtensor_metal._metal.__file__)
-    plugin = _device_libraries.device_plugin("mps")
-    assert plugin.source == "slimtensor_metal" and plugin.libraries == (library,)
-    if sys.platform == "linux":
-        defined = _elf.defined_symbols(library)
-        for shim in (
-            "aoti_torch_mps_malloc",
-            "aoti_torch_mps_create_shader_library",
-            "aoti_torch_mps_mm_out",
-        ):
-            assert shim in defined
+    support = _device_support.device_support("mps")
+    assert support is slimtensor_metal._aoti.support()  # made once per process
+    assert support.device_type == "mps" and support.soname == "libslimtensor_metal_aoti.so"
+    assert os.path.samefile(support.shim_library, slimtensor_metal._metal.__file__)
+    assert support.graphs is None
+    with pytest.raises(ValueError, match=r"stream= is for CUDA models"):
+        support.stream_handle(0, object())
+    assert support.stream_handle(0, None) == 0
 
 
 @linux_only
-def test_an_mps_models_shims_resolve_to_the_plugin_and_the_core(model_shaped_library) -> None:
-    from slimtensor.aoti import _device_libraries, _elf
+def test_the_shim_library_defines_the_mps_shims_the_core_does_not() -> None:
+    from slimtensor.aoti import _elf
 
-    model = model_shaped_library("mps_model", device_shim="aoti_torch_mps_free")
-    core, (metal,) = aoti.library_path(), slimtensor_metal.aoti_libraries()
-    shims = {n for n in _elf.undefined_symbols(model) if n.startswith("aoti_torch_")}
-    assert _device_libraries.resolve(shims, [core, metal]) == {
-        "aoti_torch_get_dim": core,  # device-generic: the core's
-        "aoti_torch_mps_free": metal,  # the device's own: the plugin's
-    }
+    metal = _elf.defined_symbols(slimtensor_metal._aoti.support().shim_library)
+    core = _elf.defined_symbols(aoti.library_path())
+    for shim in ("aoti_torch_mps_malloc", "aoti_torch_mps_create_shader_library", "aoti_torch_mps_mm_out"):
+        assert shim in metal and shim not in core
+
+
+@linux_only
+def test_the_written_library_brings_the_core_and_the_plugin() -> None:
+    """What the model's one DT_NEEDED names: a loaded library whose own DT_NEEDED are the core and _metal."""
+    from slimtensor.aoti import _elf
+
+    support = slimtensor_metal._aoti.support()
+    core = aoti.library_path()
+    with open("/proc/self/maps") as f:
+        written = {line.rstrip() for line in f if f"/{support.soname}" in line}
+    assert written and all(line.endswith("(deleted)") for line in written)  # loaded; its file removed at once
+    assert _elf.soname(core) is not None  # so the written library can name the core by soname
 
 
 @linux_only
 @without_metal
 def test_loading_an_mps_model_without_metal_says_why(model_shaped_library) -> None:
-    model = model_shaped_library("mps_model", device_shim="aoti_torch_mps_malloc")
+    model = model_shaped_library("mps_model", device_shim="aoti_torch_mps_free")
     before = aoti.live_handles()
-    with pytest.raises(aoti.AOTIError, match=rf"compiled for 'mps', which is unavailable here: {NO_METAL}"):
+    with pytest.raises(RuntimeError, match=rf"device='mps': the MPS device is unavailable: {NO_METAL}"):
         aoti.load(model, device="mps")
     assert aoti.live_handles() == before
 
 
 @linux_only
-def test_a_shim_the_plugin_lacks_is_named_before_anything_loads(model_shaped_library) -> None:
-    model = model_shaped_library("mps_model", device_shim="aoti_torch_mps_no_such_kernel")
-    with pytest.raises(aoti.AOTIError) as info:
-        aoti.load(model, device="mps")
-    message = str(info.value)
-    assert "aoti_torch_mps_no_such_kernel" in message and "slimtensor_metal plugin" in message
-    assert slimtensor_metal.aoti_libraries()[0] in message  # the libraries searched
-
-
-@linux_only
-def test_a_model_bound_like_the_loader_does_calls_this_processs_plugin(
-    tmp_path, model_shaped_library
-) -> None:
-    """The loader's binding step for "mps", run by hand (loading refuses an unavailable device first): the
-    model's MPS shim is the plugin's, from the plugin copy already mapped here (whose MPS context, on a
-    machine without Metal, does not exist: freeing a non-NULL buffer fails, freeing NULL succeeds, as torch)."""
+def test_a_model_bound_as_the_loader_binds_it_calls_this_processs_plugin(model_shaped_library) -> None:
+    """The loader's binding step for "mps", run by hand (loading refuses an unavailable device first): one
+    DT_NEEDED on the plugin's soname, RTLD_DEEPBIND; the model's MPS shim is the plugin's, from the copy
+    already mapped here (without Metal: freeing a non-NULL buffer fails, freeing NULL succeeds, as torch), and
+    its core shim is the core's."""
     from slimtensor.aoti import _elf, _runtime
 
+    support = slimtensor_metal._aoti.support()
     model = model_shaped_library("mps_model", device_shim="aoti_torch_mps_free")
-    core, (metal,) = aoti.library_path(), slimtensor_metal.aoti_libraries()
-    needed = str(tmp_path / "needed.so")
-    _elf.write_needed_library(needed, [_elf.soname(core) or core, metal], like=model)
-    _elf.add_needed(model, needed)
+    _elf.add_needed(model, support.soname)
     dll = ctypes.CDLL(model, mode=_runtime.model_dlopen_mode())
     dll.probe_device_shim.argtypes = [ctypes.c_void_p]
     assert dll.probe_device_shim(None) == 0
     if not HAVE_BRIDGE:
         assert dll.probe_device_shim(ctypes.c_void_p(0x1000)) != 0  # refused before the pointer is touched
+        assert "aoti_torch_mps_free()" in support.last_error()  # the plugin's own thread-local message
     assert dll.probe_core_shim() != 0 and "aoti_torch_get_dim" in aoti.last_error()
     with open("/proc/self/maps") as f:
         mapped = {line.split()[-1] for line in f if line.rstrip().endswith(".so")}
+    metal = support.shim_library
     assert sum(os.path.samefile(p, metal) for p in mapped if os.path.exists(p)) == 1  # one copy only
 
 

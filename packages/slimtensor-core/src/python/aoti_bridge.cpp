@@ -41,7 +41,8 @@ uintptr_t new_handle(const Tensor& t) { return reinterpret_cast<uintptr_t>(aoti:
 
 Tensor steal_handle(uintptr_t h) { return aoti::steal_tensor_handle(to_handle(h), "_aoti_steal_handle"); }
 
-nb::tuple run(uintptr_t run_fn, uintptr_t container, nb::list inputs, size_t num_outputs, uintptr_t owner) {
+nb::tuple run(uintptr_t run_fn, uintptr_t container, nb::list inputs, size_t num_outputs, uintptr_t owner,
+              uintptr_t stream) {
   ST_CHECK(run_fn != 0 && container != 0, Value, "_aoti_run(): run_fn and container must not be NULL");
   const size_t n = nb::len(inputs);
   std::vector<AtenTensorHandle> ins(n, nullptr), outs(num_outputs, nullptr);
@@ -63,7 +64,7 @@ nb::tuple run(uintptr_t run_fn, uintptr_t container, nb::list inputs, size_t num
   {
     nb::gil_scoped_release released;
     rc = reinterpret_cast<ContainerRunFn>(run_fn)(reinterpret_cast<void*>(container), ins.data(), n, outs.data(),
-                                                  num_outputs, nullptr, nullptr);
+                                                  num_outputs, reinterpret_cast<void*>(stream), nullptr);
   }
   delete_all(ins);  // what the container did not steal
   nb::list results;
@@ -99,11 +100,12 @@ void bind_aoti(nb::module_& m) {
   m.def("_aoti_steal_handle", &steal_handle, nb::arg("handle"),
         "The tensor of a live AOTI handle, which is deleted (stolen).");
   m.def("_aoti_run", &run, nb::arg("run_fn"), nb::arg("container"), nb::arg("inputs"), nb::arg("num_outputs"),
-        nb::arg("owner"),
-        nb::sig("def _aoti_run(run_fn: int, container: int, inputs: list[Tensor], num_outputs: int, owner: int) "
-                "-> tuple[int, list[Tensor | None]]"),
-        "Runs AOTInductorModelContainerRun at run_fn on the inputs (Note [AOTI calls from Python]); returns the "
-        "container's error code and, when it is 0, the outputs.");
+        nb::arg("owner"), nb::arg("stream") = 0,
+        nb::sig("def _aoti_run(run_fn: int, container: int, inputs: list[Tensor], num_outputs: int, owner: int, "
+                "stream: int = 0) -> tuple[int, list[Tensor | None]]"),
+        "Runs AOTInductorModelContainerRun at run_fn on the inputs (Note [AOTI calls from Python]) on `stream` (a "
+        "device stream handle; 0 for CPU models and the default stream); returns the container's error code and, "
+        "when it is 0, the outputs.");
 }
 
 }  // namespace slimtensor::python

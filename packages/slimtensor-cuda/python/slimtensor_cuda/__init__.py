@@ -44,6 +44,7 @@ __all__ = [
     "set_device",
     "set_stream",
     "stream",
+    "stream_memory_allocated",
     "synchronize",
     "unavailable_reason",
 ]
@@ -400,6 +401,14 @@ def memory_stats(device: Any = None) -> dict[str, int]:
     """The caching allocator's statistics for the device (bytes allocated/reserved/peaks, cudaMalloc calls,
     cache hits, splits, merges, out-of-memory retries, ...)."""
     return dict(_C_or_raise().memory_stats(_index(device)))
+
+
+def stream_memory_allocated(stream: Stream) -> int:
+    """Bytes handed out now for work on ``stream`` (the allocator keeps each block for the stream it was
+    allocated on): shows on which stream a piece of code allocated, e.g. a model run under a stream guard."""
+    if not isinstance(stream, Stream):
+        raise TypeError(f"stream_memory_allocated(): expected a slimtensor_cuda.Stream, got {type(stream).__name__}")
+    return int(_C_or_raise().stream_allocated_bytes(stream.device_index, stream.cuda_stream))
 
 
 def memory_allocated(device: Any = None) -> int:

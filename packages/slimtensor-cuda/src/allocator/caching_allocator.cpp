@@ -365,6 +365,15 @@ AllocatorStats DeviceCachingAllocator::stats() const {
   return stats_;
 }
 
+int64_t DeviceCachingAllocator::allocated_bytes_on(const void* stream) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int64_t total = 0;
+  for (const auto& [p, b] : allocated_) {
+    if (b->stream == stream) total += static_cast<int64_t>(b->size);
+  }
+  return total;
+}
+
 void DeviceCachingAllocator::reset_peak_stats() {
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.peak_allocated_bytes = stats_.allocated_bytes;

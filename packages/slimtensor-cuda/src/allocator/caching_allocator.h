@@ -86,6 +86,9 @@ class DeviceCachingAllocator {
   // Waits for pending frees and gives back every wholly free segment. Returns false if an event failed.
   bool empty_cache(std::string* error);
   AllocatorStats stats() const;
+  // Bytes of the blocks handed out now that were allocated for `stream` (rounded sizes; for tests that
+  // check which stream work was ordered on, and memory_summary). Linear in the live blocks.
+  int64_t allocated_bytes_on(const void* stream) const;
   void reset_peak_stats();
   // The rounded size of an allocated block, or 0 (for tests and memory_summary).
   size_t block_size(const void* ptr) const;

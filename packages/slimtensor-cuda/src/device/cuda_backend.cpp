@@ -112,6 +112,10 @@ std::mutex g_make_mutex;
 
 void set_core_table(const st_core_table* core) { g_core = core; }
 
+void trace_event(int device, const char* op, int64_t bytes, void* stream) {
+  if (core_has_1_1() && g_core->trace_device_event) g_core->trace_device_event(1, device, op, bytes, stream);
+}
+
 DeviceCachingAllocator* existing_allocator(int index) {
   if (index < 0 || index >= kMaxDevices) return nullptr;
   return g_allocators[index].load(std::memory_order_acquire);

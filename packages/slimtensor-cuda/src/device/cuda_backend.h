@@ -8,6 +8,8 @@ namespace slimtensor_cuda {
 
 // The core's table (for note_device_memory and tracing); set once by st_plugin_init.
 void set_core_table(const st_core_table* core);
+// Records `op` with `bytes` in an active trace of the core (nothing when there is none or the core is 1.0).
+void trace_event(int device, const char* op, int64_t bytes, void* stream);
 // The allocator of device `index` (made on first use; lives for the process, Note [Allocator lifetime]).
 // NULL with last_error set when SLIMTENSOR_CUDA_ALLOC_CONF is malformed.
 DeviceCachingAllocator* device_allocator(int index);

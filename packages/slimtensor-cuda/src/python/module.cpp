@@ -253,6 +253,14 @@ NB_MODULE(_C, m) {
       "memory_stats", [](std::optional<int> device) { return stats_dict(resolve_device(device, "memory_stats")); },
       nb::arg("device").none() = nb::none());
   m.def(
+      "stream_allocated_bytes",
+      [](int device, uintptr_t stream) -> int64_t {
+        check(check_device("stream_memory_allocated", device));
+        DeviceCachingAllocator* a = existing_allocator(device);
+        return a ? a->allocated_bytes_on(as_ptr<void*>(stream)) : 0;
+      },
+      nb::arg("device"), nb::arg("stream"));
+  m.def(
       "empty_cache",
       [](std::optional<int> device) {
         const int d = resolve_device(device, "empty_cache");

@@ -6,19 +6,9 @@ so slimtensor keeps working and `st.devices()` says why "mps" cannot be used.
 
 from __future__ import annotations
 
-import os
-
 from . import _metal
 
-__all__ = [
-    "DEVICE_NAME",
-    "aoti_libraries",
-    "empty_cache",
-    "memory_stats",
-    "register",
-    "synchronize",
-    "unavailable_reason",
-]
+__all__ = ["DEVICE_NAME", "empty_cache", "memory_stats", "register", "synchronize", "unavailable_reason"]
 
 DEVICE_NAME: str = _metal.DEVICE_NAME
 
@@ -35,13 +25,6 @@ def register() -> None:
 
     _C._register_device_plugin(_metal.plugin_capsule(), "slimtensor_metal")
     _registered = True
-
-
-def aoti_libraries() -> list[str]:
-    """The library that defines the MPS AOTI shims (torch's shim_mps.h and the mm fallbacks): this package's
-    extension module, the very copy this process runs. st.aoti.load(path, device="mps") binds models to it
-    and to the core (Note [Device shim libraries] in slimtensor/aoti/_device_libraries.py)."""
-    return [os.path.abspath(_metal.__file__)]
 
 
 def unavailable_reason() -> str | None:

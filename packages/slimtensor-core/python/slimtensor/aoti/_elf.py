@@ -8,8 +8,8 @@ What it does:
     opened with ``RTLD_LOCAL | RTLD_DEEPBIND``, binds its ``aoti_torch_*`` calls to that library (which is
     found by its soname, because it is already loaded) rather than to anything in the global scope (a
     libtorch loaded ``RTLD_GLOBAL``);
-  - ``write_needed_library(path, needed, like)``: writes a shared library that defines nothing and only
-    lists ``needed`` as its ``DT_NEEDED`` entries (Note [A library of DT_NEEDED entries]).
+  - ``write_needed_library(path, needed, like, soname)``: writes a shared library that defines nothing and
+    only lists ``needed`` as its ``DT_NEEDED`` entries (Note [A library of DT_NEEDED entries]).
 
 Note [Adding DT_NEEDED]
 The dynamic section has no spare slot and ``.dynstr`` no spare byte, so ``add_needed``
@@ -24,13 +24,16 @@ Any layout that does not allow this raises ``ElfError`` with the reason; nothing
 
 Note [A library of DT_NEEDED entries]
 ``add_needed`` finds room for one entry (the models torch links have one spare slot at most), but a model
-compiled for a device needs several libraries: the core, the device plugin's shim library, and what that
-device's generated code calls besides (Note [Device shim libraries] in ``_device_libraries.py``). So the
-model gets its one ``DT_NEEDED`` on a library written for it that lists them all. The loader's local scope
-of an object opened ``RTLD_DEEPBIND`` is the object and its dependencies, breadth first, so the model's
-undefined names are looked up in each listed library (in order) before the global scope. The written file
+compiled for a device needs several libraries: the core and the device plugin's shim library at least
+(Note [Device support for AOTI models] in ``_device_support.py``: the model's one ``DT_NEEDED`` names a
+library whose own dependencies bring the rest). A plugin whose shims live in a library that does not
+depend on the core (the Metal plugin's Python extension, which must not link it) writes such a library at
+run time with ``write_needed_library``, lists the core and its shim library in it, loads it and reports its
+``soname``. The loader's local scope of an object opened ``RTLD_DEEPBIND`` is the object and its
+dependencies, breadth first, so the model's undefined names are looked up in each listed library (in
+order) before the global scope. The written file
 holds an ELF header, a read-write ``PT_LOAD`` over the whole file, a ``PT_DYNAMIC``, a string table, one
-null symbol, a one-bucket ``DT_HASH`` and the dynamic section; its class and machine are the model's.
+null symbol, a one-bucket ``DT_HASH`` and the dynamic section; its class and machine are those of ``like``.
 Libraries already loaded are matched by soname (``libslimtensor.so.0``) or by the absolute path they were
 opened with (a plugin's Python extension), so the listed libraries are the very copies the process runs,
 with their state, not second instances.
@@ -248,15 +251,15 @@ def add_needed(path: str, name: str) -> None:
     os.replace(tmp, path)
 
 
-def write_needed_library(path: str, needed: list[str], like: str) -> None:
-    """Writes a shared library that only lists ``needed`` as ``DT_NEEDED`` (Note [A library of DT_NEEDED
-    entries]), for the machine of the ELF file ``like``."""
+def write_needed_library(path: str, needed: list[str], like: str, soname: str | None = None) -> None:
+    """Writes a shared library that only lists ``needed`` as ``DT_NEEDED`` (and has ``soname`` as its
+    ``DT_SONAME``), for the machine of the ELF file ``like`` (Note [A library of DT_NEEDED entries])."""
     machine = _Elf(_read(like), like).e_machine
     strtab = bytearray(b"\0")
     offsets = []
-    for name in needed:
+    for name in [*needed, *([soname] if soname is not None else [])]:
         if not name or "\0" in name:
-            raise ElfError(f"{path}: a DT_NEEDED name must be a non-empty string without NUL, got {name!r}")
+            raise ElfError(f"{path}: a library name must be a non-empty string without NUL, got {name!r}")
         offsets.append(len(strtab))
         strtab += name.encode() + b"\0"
     ehdr, phdr = 64, 56
@@ -264,7 +267,8 @@ def write_needed_library(path: str, needed: list[str], like: str) -> None:
     sym_off = (str_off + len(strtab) + 7) & ~7
     hash_off = sym_off + 24  # one symbol: the null symbol every symbol table starts with
     dyn_off = hash_off + 16  # nbucket = nchain = 1, bucket[0] = chain[0] = 0
-    dynamic = [(DT_NEEDED, o) for o in offsets]
+    dynamic = [(DT_NEEDED, o) for o in offsets[: len(needed)]]
+    dynamic += [(DT_SONAME, o) for o in offsets[len(needed) :]]
     dynamic += [(DT_HASH, hash_off), (DT_STRTAB, str_off), (DT_SYMTAB, sym_off), (DT_STRSZ, len(strtab))]
     dynamic += [(DT_SYMENT, 24), (DT_NULL, 0)]
     size = dyn_off + 16 * len(dynamic)
@@ -281,6 +285,8 @@ def write_needed_library(path: str, needed: list[str], like: str) -> None:
     struct.pack_into("<IIII", out, hash_off, 1, 1, 0, 0)
     for i, (tag, value) in enumerate(dynamic):
         struct.pack_into("<qQ", out, dyn_off + 16 * i, tag, value)
-    with open(path, "wb") as f:
+    tmp = path + ".writing"  # replaced, never truncated: a loaded library of that name stays intact
+    with open(tmp, "wb") as f:
         f.write(out)
-    os.chmod(path, 0o700)
+    os.chmod(tmp, 0o700)
+    os.replace(tmp, path)

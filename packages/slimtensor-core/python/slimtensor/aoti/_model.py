@@ -6,9 +6,7 @@ the copy a ``DT_NEEDED`` on libslimtensor's soname (``_elf.add_needed``) and ope
 ``RTLD_LOCAL | RTLD_DEEPBIND``: the model then looks symbols up in itself and its own dependencies first,
 where libslimtensor (already loaded, found by soname) provides them, and only then in the global scope. So
 a libtorch in the process (imported before or after) keeps its own shims, and a stock torch AOTI model
-still binds to libtorch. libslimtensor itself is never put in the global scope. A model for a plugin's device
-(``device="mps"``) binds to the core and the plugin's shim libraries the same way (Note [Device shim
-libraries] in ``_device_libraries.py``).
+still binds to libtorch. libslimtensor itself is never put in the global scope.
 
 Note [Input handles]
 ``AOTInductorModelContainerRun`` steals the input handles it gets past its input check and nulls their
@@ -27,7 +25,7 @@ import tempfile
 import threading
 from ctypes import POINTER, c_char_p, c_int32, c_size_t, c_uint8, c_void_p
 
-from . import _device_libraries, _elf, _lib, _package, _runtime
+from . import _device_support, _elf, _lib, _package, _runtime
 
 _TORCH_ABI = "2.13"
 
@@ -75,14 +73,15 @@ class AOTIModel:
                 f"(Note [Binding the model to slimtensor]), which exists for Linux only; on {sys.platform} "
                 "(Mach-O models) it is not written yet"
             )
-        self.path, self.device = path, device
+        if not isinstance(device, str):
+            raise TypeError(f"slimtensor.aoti.load(): device must be a string ('cpu', 'cuda', 'cuda:1'), not {device!r}")
+        self.path = path
         self._device_type = device.split(":")[0]
-        plugin = None  # Note [Device shim libraries]: a device other than the CPU binds to its plugin too
-        if self._device_type != "cpu":
-            try:
-                plugin = _device_libraries.device_plugin(self._device_type)
-            except RuntimeError as e:
-                raise AOTIError(str(e)) from None
+        # Note [Device support for AOTI models] (_device_support.py): CPU models bind to libslimtensor, the
+        # others to their plugin's shim library, which brings libslimtensor with it.
+        self._support = None if self._device_type == "cpu" else _device_support.device_support(self._device_type)
+        self._index = 0 if self._support is None else self._support.device_index(device)
+        self.device = device if self._support is None else f"{self._device_type}:{self._index}"
         files = _package.open_model_files(path, self._dir, model_name)
         _package.check_metadata(files, device)
         self._files = files
@@ -92,42 +91,31 @@ class AOTIModel:
             undefined = _elf.undefined_symbols(files.so_path)
         except _elf.ElfError as e:
             raise ValueError(f"slimtensor.aoti.load(): {path!r}: {e}") from e
-        libraries = [libpath, *(plugin.libraries if plugin else ())]
-        shims = _device_libraries.resolve({n for n in undefined if n.startswith("aoti_torch_")}, libraries)
-        missing = sorted(n for n, library in shims.items() if library is None)
+        have = _elf.defined_symbols(libpath)
+        if self._support is not None:
+            have |= _elf.defined_symbols(self._support.shim_library)
+        missing = sorted(n for n in undefined if n.startswith("aoti_torch_") and n not in have)
         if missing:
-            who = (
-                "slimtensor does not implement"
-                if plugin is None
-                else f"neither slimtensor nor the {plugin.source} plugin implements"
-            )
-            searched = "" if plugin is None else f" (searched {', '.join(libraries)})"
             raise AOTIError(
-                f"slimtensor.aoti.load(): {path!r} calls {len(missing)} shim function(s) {who}: "
-                f"{', '.join(missing)}{searched}. slimtensor "
-                f"implements torch {_TORCH_ABI}'s shims for tensors and the CPU op fallbacks that 'slimtensor "
-                "info --ops' lists as implemented; a model from another torch version, or one using other "
-                "fallback ops, needs them added."
+                f"slimtensor.aoti.load(): {path!r} calls {len(missing)} shim function(s) slimtensor does "
+                f"not implement: {', '.join(missing)}. slimtensor implements torch {_TORCH_ABI}'s shims "
+                "for tensors and the op fallbacks that 'slimtensor info --ops' lists as implemented; a "
+                "model from another torch version, or one using other fallback ops, needs them added."
             )
         if "AOTInductorModelContainerCreateWithDevice" not in _elf.defined_symbols(files.so_path):
             raise ValueError(
                 f"slimtensor.aoti.load(): {path!r} is a shared library but not an AOTInductor model "
                 "(no AOTInductorModelContainerCreateWithDevice)"
             )
-        if plugin is not None and not plugin.available:
-            raise AOTIError(
-                f"slimtensor.aoti.load(): {path!r} is compiled for {self._device_type!r}, which is "
-                f"unavailable here: {plugin.reason}"
-            )
+        if self._support is not None:
+            self._support.check_model(files.so_path, files.metadata, self._index, path)
         _runtime.ensure_sleef({n for n in undefined if n.startswith("Sleef_")}, path)
-        soname = _elf.soname(libpath) or os.path.basename(libpath)
+        if self._support is None:
+            soname = _elf.soname(libpath) or os.path.basename(libpath)
+        else:
+            soname = self._support.soname
         try:
-            if plugin is None:
-                _elf.add_needed(files.so_path, soname)
-            else:  # Note [A library of DT_NEEDED entries]
-                needed = os.path.join(self._dir, "needed.so")
-                _elf.write_needed_library(needed, [soname, *plugin.libraries], like=files.so_path)
-                _elf.add_needed(files.so_path, needed)
+            _elf.add_needed(files.so_path, soname)
         except _elf.ElfError as e:
             raise AOTIError(f"slimtensor.aoti.load(): cannot bind {path!r} to slimtensor: {e}") from e
         try:
@@ -145,7 +133,7 @@ class AOTIModel:
         self._bind()
         if check_inputs:
             _check_inputs_env()
-        self._create(num_models, device)
+        self._create(num_models, self.device)
 
     def _fn(self, name, res, *args):
         f = getattr(self._dll, name)
@@ -226,6 +214,8 @@ class AOTIModel:
         if self._last_error_fn(ctypes.byref(msg)) == 0 and msg.value:
             text = msg.value.decode("utf-8", "replace").strip()
         shim = _lib.last_error()
+        support = getattr(self, "_support", None)
+        plugin = support.last_error() if support is not None else ""
         names = getattr(self, "input_names", [])
 
         def name_input(m):
@@ -236,6 +226,8 @@ class AOTIModel:
         detail = text or "no message"
         if shim and shim not in detail:
             detail += f" (last slimtensor shim error: {shim})"
+        if plugin and plugin not in detail:
+            detail += f" (last {self._device_type} shim error: {plugin})"
         return AOTIError(f"{what}: {detail}")
 
     def _create(self, num_models, device):
@@ -319,7 +311,16 @@ class AOTIModel:
         if self._closed:
             raise RuntimeError("slimtensor.aoti: the model is closed; load it again")
 
-    def run_handles(self, handles: list[int]) -> list[int]:
+    def _stream(self, stream) -> int:
+        """The stream handle a run passes to the container: 0 on the CPU; on a device, ``stream`` or the
+        thread's current stream of the model's device (so no run synchronises the device)."""
+        if self._support is None:
+            if stream is not None:
+                raise ValueError("slimtensor.aoti: stream= is for device models; CPU models take no stream")
+            return 0
+        return self._support.stream_handle(self._index, stream)
+
+    def run_handles(self, handles: list[int], stream=None) -> list[int]:
         """Runs on AOTI handles (stolen, whatever happens); returns new output handles (the caller's)."""
         lib = _lib.lib()
         ins = (c_void_p * max(1, len(handles)))(*handles)
@@ -336,7 +337,9 @@ class AOTIModel:
                     f"{len(handles)}"
                 )
             # ctypes releases the GIL for the call.
-            rc = self._run_fn(self._container, ins, len(handles), outs, self.num_outputs, None, None)
+            rc = self._run_fn(
+                self._container, ins, len(handles), outs, self.num_outputs, self._stream(stream) or None, None
+            )
             if rc != 0:
                 raise self._model_error("model run failed")
             results = []
@@ -370,8 +373,12 @@ class AOTIModel:
             self._inflight -= 1
             self._cv.notify_all()
 
-    def __call__(self, *inputs):
+    def __call__(self, *inputs, stream=None):
         """Runs the model on slimtensor tensors, numpy arrays or DLPack objects; returns slimtensor tensors.
+
+        A device model runs on ``stream`` (a slimtensor_cuda.Stream, a torch or cupy stream, or a handle as an
+        int) or else on the calling thread's current stream of its device, asynchronously: the outputs are
+        ready for work queued later on that stream, and nothing waits for the device.
 
         Inputs are passed without copies when they are contiguous tensors on the model's device (else as a
         contiguous copy); any other DLPack producer comes in through slimtensor.from_dlpack. Outputs share
@@ -385,10 +392,11 @@ class AOTIModel:
                 f"({', '.join(self.input_names)}) but got {len(inputs)}"
             )
         tensors = [self._input(x, i) for i, x in enumerate(inputs)]
+        handle = self._stream(stream)
         self._enter_run()
         try:
             rc, results = _tensor_module()._aoti_run(
-                self._run_address, self._container_address, tensors, self.num_outputs, self._owner
+                self._run_address, self._container_address, tensors, self.num_outputs, self._owner, handle
             )
         finally:
             self._leave_run()
@@ -398,7 +406,7 @@ class AOTIModel:
 
     def _input(self, x, i):
         t = _to_tensor(x, i)
-        if t.device.type != self._device_type:
+        if t.device.type != self._device_type or (self._support is not None and t.device.index != self._index):
             raise ValueError(
                 f"slimtensor.aoti: input {i} ({self.input_names[i]}) is on {t.device} but the model runs on "
                 f"{self.device}; move it with .to({self.device!r})"

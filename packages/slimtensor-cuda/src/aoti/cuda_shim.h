@@ -1,0 +1,43 @@
+// cuda_shim.h: the CUDA shims of torch's shim.h (torch/csrc/inductor/aoti_torch/c/shim.h, USE_CUDA part) and
+// the host functions of libslimtensor_cuda_aoti.so (slimtensor_cuda_aoti_*), as this library exports them.
+//
+// Note [CUDA guards]
+// A CUDA guard makes a device the calling thread's current CUDA device for its lifetime and restores the
+// previous one when deleted (torch's c10::cuda::CUDAGuard). A stream guard also makes `stream` the
+// thread's current stream of that device *in the plugin* (slimtensor_cuda::current_stream, Note [Current
+// streams]), restoring the previous stream when deleted (c10::cuda::CUDAStreamGuard): everything the model
+// allocates, copies or frees through the shims while its Run holds the guard is ordered on the model's
+// stream. Guards nest (each restores what it found) and belong to the thread that made them.
+#pragma once
+
+#include <stdint.h>
+
+#include "slimtensor/c/shim.h"
+
+#define SLIMTENSOR_CUDA_AOTI_API extern "C" __attribute__((visibility("default")))
+
+struct CUDAGuardOpaque;
+using CUDAGuardHandle = CUDAGuardOpaque*;
+struct CUDAStreamGuardOpaque;
+using CUDAStreamGuardHandle = CUDAStreamGuardOpaque*;
+
+SLIMTENSOR_CUDA_AOTI_API AOTITorchError aoti_torch_create_cuda_guard(int32_t device_index, CUDAGuardHandle* ret_guard);
+SLIMTENSOR_CUDA_AOTI_API AOTITorchError aoti_torch_delete_cuda_guard(CUDAGuardHandle guard);
+SLIMTENSOR_CUDA_AOTI_API AOTITorchError aoti_torch_cuda_guard_set_index(CUDAGuardHandle guard, int32_t device_index);
+SLIMTENSOR_CUDA_AOTI_API AOTITorchError aoti_torch_create_cuda_stream_guard(void* stream, int32_t device_index,
+                                                                            CUDAStreamGuardHandle* ret_guard);
+SLIMTENSOR_CUDA_AOTI_API AOTITorchError aoti_torch_delete_cuda_stream_guard(CUDAStreamGuardHandle guard);
+SLIMTENSOR_CUDA_AOTI_API AOTITorchError aoti_torch_get_current_cuda_stream(int32_t device_index, void** ret_stream);
+// Device memory for the model runtime (Note [Model device memory]).
+SLIMTENSOR_CUDA_AOTI_API AOTITorchError aoti_torch_cuda_caching_allocator_raw_alloc(uint64_t nbytes, void** ret_ptr);
+SLIMTENSOR_CUDA_AOTI_API AOTITorchError aoti_torch_cuda_caching_allocator_raw_delete(void* ptr);
+
+// ---- host functions (the loader's, through ctypes or C++) ----------------------------------------------
+// The calling thread's message for the last failed call of this library ("" if none).
+SLIMTENSOR_CUDA_AOTI_API const char* slimtensor_cuda_aoti_last_error(void);
+// Sets *stream to the calling thread's current stream of `device` (what a Run without stream= uses).
+SLIMTENSOR_CUDA_AOTI_API int32_t slimtensor_cuda_aoti_current_stream(int32_t device, void** stream);
+// Device memory the model runtime holds through cudaMalloc / raw_alloc now (Note [Model device memory]):
+// bytes and blocks, all devices.
+SLIMTENSOR_CUDA_AOTI_API int64_t slimtensor_cuda_aoti_model_bytes(void);
+SLIMTENSOR_CUDA_AOTI_API int64_t slimtensor_cuda_aoti_model_blocks(void);
