@@ -98,23 +98,16 @@ const DeviceEntry* find_device(DeviceType type) noexcept {
   return g_by_code[type].load(std::memory_order_acquire);
 }
 
-const DeviceEntry* find_device(const std::string& name) {
-  auto lookup = [&]() -> const DeviceEntry* {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    for (const DeviceEntry* e : g_entries) {
-      if (e->name == name) return e;
-    }
-    return nullptr;
-  };
-  if (const DeviceEntry* e = lookup()) return e;
+namespace {
+// Runs the autoload hook, if any, on a lookup that missed. The hook runs on every miss (the Python side
+// loads each plugin once and is cheap afterwards). No call_once: a plugin that looks up another unknown
+// name while registering, or a second thread waiting while holding the GIL, would deadlock in it.
+void autoload_on_miss() {
   std::function<void()> hook;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     hook = g_autoload_hook;
   }
-  // The hook runs on every miss (the Python side loads each plugin once and is cheap afterwards). No
-  // call_once: a plugin that looks up another unknown name while registering, or a second thread waiting
-  // while holding the GIL, would deadlock in it.
   if (hook && !t_in_autoload) {
     t_in_autoload = true;
     try {
@@ -125,6 +118,19 @@ const DeviceEntry* find_device(const std::string& name) {
     }
     t_in_autoload = false;
   }
+}
+}  // namespace
+
+const DeviceEntry* find_device(const std::string& name) {
+  auto lookup = [&]() -> const DeviceEntry* {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    for (const DeviceEntry* e : g_entries) {
+      if (e->name == name) return e;
+    }
+    return nullptr;
+  };
+  if (const DeviceEntry* e = lookup()) return e;
+  autoload_on_miss();
   return lookup();
 }
 
@@ -135,6 +141,10 @@ std::vector<const DeviceEntry*> registered_devices() {
 
 const DeviceEntry& usable_device(Device device, const char* function) {
   const DeviceEntry* e = find_device(device.type);
+  if (!e) {  // "cuda" parses without a plugin (a c10 name): load the plugins before saying none is there
+    autoload_on_miss();
+    e = find_device(device.type);
+  }
   ST_CHECK(e != nullptr, Runtime, function, ": no device of type ", device_string(device),
            " is registered; install its plugin (for CUDA: pip install slimtensor-cuda) and see slimtensor.devices()");
   if (!e->table) {
