@@ -60,7 +60,10 @@ if os.environ.get("SLIMTENSOR_QUICK") == "1":
 
 
 def compile_env_python() -> str | None:
-    """.venv-compile's interpreter (set up by `make lab`: slimtensor and torch 2.13.0 side by side)."""
+    """$SLIMTENSOR_COMPILE_PYTHON, or .venv-compile's interpreter (set up by `make lab`: slimtensor and torch
+    2.13.0 side by side), as notebook 05 looks for it."""
+    if os.environ.get("SLIMTENSOR_COMPILE_PYTHON"):
+        return os.environ["SLIMTENSOR_COMPILE_PYTHON"]
     for folder in [Path.cwd(), *Path.cwd().parents]:
         candidate = folder / ".venv-compile" / "bin" / "python"
         if candidate.exists():

@@ -19,6 +19,8 @@ from __future__ import annotations
 import gc
 import importlib
 import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -103,6 +105,49 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("needs_torch") is not None:
             item.add_marker(skip)
+
+
+# A shared library shaped like an AOTInductor model as st.aoti.load reads one before running anything: the
+# container entry point (which refuses to create a container) and undefined shim names, a device-generic one
+# and, with device_shim, a device plugin's (a function of one pointer, called by probe_device_shim(arg)). A test
+# double of a model for the loader's checks and binding, never run as a model.
+_MODEL_SHAPED_C = r"""
+#include <stddef.h>
+#include <stdint.h>
+int32_t aoti_torch_get_dim(void* tensor, int64_t* ret_dim);
+#ifdef DEVICE_SHIM
+int32_t DEVICE_SHIM(void* arg);
+int32_t probe_device_shim(void* arg) { return DEVICE_SHIM(arg); }
+#endif
+int32_t probe_core_shim(void) {
+  int64_t dim = -1;
+  return aoti_torch_get_dim(NULL, &dim);
+}
+int32_t AOTInductorModelContainerCreateWithDevice(void** c, size_t n, const char* device, const char* dir) {
+  return 1;
+}
+"""
+
+
+@pytest.fixture
+def model_shaped_library(tmp_path):
+    """build(name, device_shim=None) -> the path of a freshly compiled model-shaped library (see above)."""
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if not cc:
+        pytest.skip("no C compiler (install gcc)")
+    source = tmp_path / "model_shaped.c"
+    source.write_text(_MODEL_SHAPED_C)
+
+    def build(name: str, device_shim: str | None = None) -> str:
+        out = str(tmp_path / f"{name}.so")
+        defines = [f"-DDEVICE_SHIM={device_shim}"] if device_shim else []
+        r = subprocess.run(
+            [cc, "-shared", "-fPIC", "-O1", *defines, str(source), "-o", out], capture_output=True, text=True
+        )
+        assert r.returncode == 0, r.stderr
+        return out
+
+    return build
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import collections
 import gc
+import operator
 
 import numpy as np
 import pytest
@@ -95,9 +97,43 @@ def test_tensors_hash_by_identity():
     assert table[a] == "a" and table[b] == "b"
     assert a in {a} and b not in {a}
     assert a in [a] and a in (a,)  # membership of the same object needs no ==
-    with pytest.raises(TypeError, match=r"any\(x is t for x in items\)"):
-        a in [b]  # noqa: B015  (a list compares with ==, which says what to use instead)
-    assert any(x is a for x in [b, a])
+
+
+def test_membership_in_sequences_is_by_identity():
+    a, b, c = st.ones(2), st.ones(2), st.zeros(2)
+    assert a not in [b] and b not in [a]  # equal values, different objects
+    assert (a in [b]) is False and (a not in [b]) is True
+    assert a in [b, c, a] and c in (a, b, c) and a not in (b, c)
+    assert a in collections.deque([b, a]) and a not in collections.deque([b])
+    assert a not in [1, "x", None, b]  # other types first: their __eq__ defers to the tensor's
+    assert [i for i, x in enumerate([a, b, c]) if x in (c, a)] == [0, 2]
+
+    def member(x, items):
+        return x in items
+
+    for _ in range(2000):  # past CPython's warm-up: the specialised instruction still reads as CONTAINS_OP
+        assert not member(a, [b]) and member(a, [b, a])
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["a == b", "a != b", "[a] == [b]", "(a,) == (b,)", "[b].index(a)", "[b].count(a)", "operator.eq(a, b)"],
+)
+def test_equality_outside_membership_still_raises(expression):
+    a, b = st.ones(2), st.ones(2)
+    for _ in range(3):
+        assert a not in [b]  # a membership test before or between does not change what == does
+        with pytest.raises(TypeError, match=r"will not silently compare identity"):
+            eval(expression, {"operator": operator}, {"a": a, "b": b})
+
+
+def test_equality_error_points_to_identity_and_membership():
+    a, b = st.ones(2), st.ones(2)
+    with pytest.raises(TypeError) as info:
+        a == b  # noqa: B015
+    message = str(info.value)
+    assert "st.equal(a, b)" in message and "`t in items` tests identity" in message
+    assert "x is t" in message
 
 
 # --- factories ----------------------------------------------------------------------------------------------

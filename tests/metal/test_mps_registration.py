@@ -63,6 +63,21 @@ def test_slimtensor_info_shows_the_reason() -> None:
     assert "mps (slimtensor_metal:register from slimtensor-metal" in r.stdout
 
 
+@pytest.mark.skipif(
+    HAVE_BRIDGE, reason="this build has the Metal bridge (macOS): availability depends on the GPU"
+)
+@pytest.mark.parametrize(
+    "call", ["st.ones(2).to('mps')", "st.empty(2, device='mps')", "st.ones(2).to('mps:0')"]
+)
+def test_a_c10_device_name_loads_the_plugins_before_saying_none_is_there(call: str) -> None:
+    """ "mps" (like "cuda") parses without a plugin, as a c10 name; the first use in a fresh process must still
+    load the plugins and give the plugin's reason, not "no device of type mps:0 is registered; install ..."."""
+    code = f"import slimtensor as st\ntry:\n    {call}\nexcept RuntimeError as e:\n    print(e)\n"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert NO_METAL in r.stdout and "is registered but unavailable" in r.stdout, r.stdout
+
+
 _REQUIRE_PROBE = textwrap.dedent(
     """
     import pytest

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import builtins
+import opcode
+import sys
 from typing import Any
 
 import numpy as np
@@ -180,6 +182,15 @@ Tensor.layout = property(layout_string, doc="sizes:strides @ offset, e.g. '(2, 3
 # when nothing changes). Comparisons raise: slimtensor does no elementwise arithmetic, and the default
 # `==` of an object compares identity, which would silently answer False for two equal tensors; use
 # st.equal / t.equal for values and `is` for identity. Hashing stays by identity (sets, dict keys).
+# Membership is by identity too: `t in items` (a list, tuple or deque) asks "is this object in there?",
+# as it did before __eq__ was defined. Python's containers answer `x in items` with `e is x or e == x`
+# for each element, through the same __eq__ that `t == u` calls, with nothing in the call telling the
+# two apart except the instruction that asked: __eq__ looks at its caller's frame, and when that frame is
+# executing CONTAINS_OP (`in`, `not in`) it returns NotImplemented, which makes Python fall back to
+# identity (False for a different tensor). Any other caller (`==`, `[t] == [u]`, `items.index(t)`,
+# operator.eq, assertEqual) raises as before, so no spelling of `==` silently answers by identity.
+# co_code is the unspecialised bytecode in CPython 3.11+ (specialised and instrumented forms of the
+# instruction read back as CONTAINS_OP), and f_lasti is the instruction being executed.
 # Arithmetic names (t + 1, t.sum(), st.cat) raise an error that says where to do the math instead; the
 # methods are properties raising AttributeError, so hasattr() stays False and numpy's functions
 # (np.sum(t)) still take the array path through __array__.
@@ -256,14 +267,29 @@ def equal(a: Tensor, b: Tensor) -> builtins.bool:
     return builtins.bool(np.array_equal(_plain_array(a), _plain_array(b)))
 
 
+_CONTAINS_OP = opcode.opmap["CONTAINS_OP"]
+
+
+def _asked_by_membership_test() -> builtins.bool:
+    """True when the running __eq__ was called for `x in items` (see Note [Torch habits])."""
+    try:
+        caller = sys._getframe(2)  # 0: this function, 1: __eq__, 2: the code that asked
+    except ValueError:  # called from C with no Python code above: not a membership test we can see
+        return False
+    return caller.f_code.co_code[caller.f_lasti] == _CONTAINS_OP
+
+
 def _no_comparison(op: str):
     def compare(self: Tensor, other: object) -> Any:
+        if op == "==" and _asked_by_membership_test():
+            return NotImplemented  # Python then answers `in` by identity
         raise TypeError(
             f"Tensor {op} {type(other).__name__}: slimtensor compares no values elementwise, and will not "
             f"silently compare identity. Use st.equal(a, b) or a.equal(b) for same shape and values, "
             f"`a is b` for the same object, or numpy for elementwise results: np.asarray(a) {op} "
-            f"np.asarray(b). (Tensors hash by identity: sets and dict keys work; membership in a list "
-            f"compares with ==, so use any(x is t for x in items).)"
+            f"np.asarray(b). (Tensors hash by identity, and `t in items` tests identity: sets, dict keys "
+            f"and membership work; to find a tensor's position, use next(i for i, x in "
+            f"enumerate(items) if x is t).)"
         )
 
     return compare

@@ -48,6 +48,8 @@ NB_MODULE(_metal, m) {
     const char* r = c->unavailable_reason();
     return r ? nb::cast(std::string(r)) : nb::none();
   });
+  // The calling thread's last error of the plugin and its shims (st.aoti adds it to a failed run's message).
+  m.def("last_error", []() { return std::string(last_error()); });
   m.def("empty_cache", []() {
     MetalContext* c = mps_context();
     if (c && c->empty_cache()) throw std::runtime_error(last_error());

@@ -7,7 +7,9 @@ What it does:
   - ``add_needed(path, name)``: gives a model a ``DT_NEEDED`` entry on ``name`` in place, so that the model,
     opened with ``RTLD_LOCAL | RTLD_DEEPBIND``, binds its ``aoti_torch_*`` calls to that library (which is
     found by its soname, because it is already loaded) rather than to anything in the global scope (a
-    libtorch loaded ``RTLD_GLOBAL``).
+    libtorch loaded ``RTLD_GLOBAL``);
+  - ``write_needed_library(path, needed, like, soname)``: writes a shared library that defines nothing and
+    only lists ``needed`` as its ``DT_NEEDED`` entries (Note [A library of DT_NEEDED entries]).
 
 Note [Adding DT_NEEDED]
 The dynamic section has no spare slot and ``.dynstr`` no spare byte, so ``add_needed``
@@ -19,6 +21,22 @@ The dynamic section has no spare slot and ``.dynstr`` no spare byte, so ``add_ne
      ``DT_RELACOUNT`` (a hint: without it the loader processes relative relocations the ordinary way),
      and inserts the new ``DT_NEEDED`` before the other ``DT_NEEDED`` entries.
 Any layout that does not allow this raises ``ElfError`` with the reason; nothing is written then.
+
+Note [A library of DT_NEEDED entries]
+``add_needed`` finds room for one entry (the models torch links have one spare slot at most), but a model
+compiled for a device needs several libraries: the core and the device plugin's shim library at least
+(Note [Device support for AOTI models] in ``_device_support.py``: the model's one ``DT_NEEDED`` names a
+library whose own dependencies bring the rest). A plugin whose shims live in a library that does not
+depend on the core (the Metal plugin's Python extension, which must not link it) writes such a library at
+run time with ``write_needed_library``, lists the core and its shim library in it, loads it and reports its
+``soname``. The loader's local scope of an object opened ``RTLD_DEEPBIND`` is the object and its
+dependencies, breadth first, so the model's undefined names are looked up in each listed library (in
+order) before the global scope. The written file
+holds an ELF header, a read-write ``PT_LOAD`` over the whole file, a ``PT_DYNAMIC``, a string table, one
+null symbol, a one-bucket ``DT_HASH`` and the dynamic section; its class and machine are those of ``like``.
+Libraries already loaded are matched by soname (``libslimtensor.so.0``) or by the absolute path they were
+opened with (a plugin's Python extension), so the listed libraries are the very copies the process runs,
+with their state, not second instances.
 """
 
 from __future__ import annotations
@@ -27,7 +45,7 @@ import os
 import struct
 
 PT_LOAD, PT_DYNAMIC = 1, 2
-DT_NULL, DT_NEEDED, DT_STRTAB, DT_SYMTAB, DT_STRSZ, DT_SONAME = 0, 1, 5, 6, 10, 14
+DT_NULL, DT_NEEDED, DT_STRTAB, DT_SYMTAB, DT_STRSZ, DT_SYMENT, DT_SONAME = 0, 1, 5, 6, 10, 11, 14
 DT_GNU_HASH, DT_HASH, DT_RELACOUNT = 0x6FFFFEF5, 4, 0x6FFFFFF9
 SHN_UNDEF = 0
 
@@ -229,5 +247,46 @@ def add_needed(path: str, name: str) -> None:
     tmp = path + ".patching"
     with open(tmp, "wb") as f:
         f.write(data)
+    os.chmod(tmp, 0o700)
+    os.replace(tmp, path)
+
+
+def write_needed_library(path: str, needed: list[str], like: str, soname: str | None = None) -> None:
+    """Writes a shared library that only lists ``needed`` as ``DT_NEEDED`` (and has ``soname`` as its
+    ``DT_SONAME``), for the machine of the ELF file ``like`` (Note [A library of DT_NEEDED entries])."""
+    machine = _Elf(_read(like), like).e_machine
+    strtab = bytearray(b"\0")
+    offsets = []
+    for name in [*needed, *([soname] if soname is not None else [])]:
+        if not name or "\0" in name:
+            raise ElfError(f"{path}: a library name must be a non-empty string without NUL, got {name!r}")
+        offsets.append(len(strtab))
+        strtab += name.encode() + b"\0"
+    ehdr, phdr = 64, 56
+    str_off = ehdr + 2 * phdr
+    sym_off = (str_off + len(strtab) + 7) & ~7
+    hash_off = sym_off + 24  # one symbol: the null symbol every symbol table starts with
+    dyn_off = hash_off + 16  # nbucket = nchain = 1, bucket[0] = chain[0] = 0
+    dynamic = [(DT_NEEDED, o) for o in offsets[: len(needed)]]
+    dynamic += [(DT_SONAME, o) for o in offsets[len(needed) :]]
+    dynamic += [(DT_HASH, hash_off), (DT_STRTAB, str_off), (DT_SYMTAB, sym_off), (DT_STRSZ, len(strtab))]
+    dynamic += [(DT_SYMENT, 24), (DT_NULL, 0)]
+    size = dyn_off + 16 * len(dynamic)
+    out = bytearray(size)
+    out[:16] = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9)  # 64-bit, little-endian, version 1, System V
+    struct.pack_into("<HHIQQQIHHHHHH", out, 16, 3, machine, 1, 0, ehdr, 0, 0, ehdr, phdr, 2, 64, 0, 0)
+    rw = 4 | 2  # PF_R | PF_W: glibc may relocate the dynamic section's addresses in place
+    struct.pack_into("<IIQQQQQQ", out, ehdr, PT_LOAD, rw, 0, 0, 0, size, size, 0x1000)
+    dyn_size = 16 * len(dynamic)
+    struct.pack_into(
+        "<IIQQQQQQ", out, ehdr + phdr, PT_DYNAMIC, rw, dyn_off, dyn_off, dyn_off, dyn_size, dyn_size, 8
+    )
+    out[str_off : str_off + len(strtab)] = strtab
+    struct.pack_into("<IIII", out, hash_off, 1, 1, 0, 0)
+    for i, (tag, value) in enumerate(dynamic):
+        struct.pack_into("<qQ", out, dyn_off + 16 * i, tag, value)
+    tmp = path + ".writing"  # replaced, never truncated: a loaded library of that name stays intact
+    with open(tmp, "wb") as f:
+        f.write(out)
     os.chmod(tmp, 0o700)
     os.replace(tmp, path)

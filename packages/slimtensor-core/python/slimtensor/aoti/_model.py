@@ -30,6 +30,7 @@ import ctypes
 import os
 import re
 import shutil
+import sys
 import tempfile
 import threading
 from ctypes import POINTER, c_char_p, c_int32, c_size_t, c_uint8, c_void_p
@@ -85,6 +86,12 @@ class AOTIModel:
 
     # ---- loading --------------------------------------------------------------------------------------
     def _open(self, path, device, model_name, num_models, check_inputs):
+        if not sys.platform.startswith("linux"):
+            raise AOTIError(
+                f"slimtensor.aoti.load(): binding a model to slimtensor's shims patches ELF shared libraries "
+                f"(Note [Binding the model to slimtensor]), which exists for Linux only; on {sys.platform} "
+                "(Mach-O models) it is not written yet"
+            )
         if not isinstance(device, str):
             raise TypeError(
                 f"slimtensor.aoti.load(): device must be a string ('cpu', 'cuda', 'cuda:1'), not {device!r}"

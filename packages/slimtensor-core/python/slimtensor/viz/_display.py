@@ -12,7 +12,8 @@ from ._style import MAX_LOGICAL_CELLS, MAX_STORAGE_CELLS
 
 _MODES = ("picture", "text")
 DISPLAY_SCALE = 1.2  # the inline picture: type as large as the text repr next to it (8 pt -> 12.8 px)
-MAX_DISPLAY_PT = 700.0  # ... but never wider than a notebook's output area leaves beside the repr (~930 px)
+MAX_DISPLAY_PT = 640.0  # ... but never wider than a notebook's output area (~850 px of its ~1000)
+MAX_BESIDE_TEXT_PX = 700  # wider pictures put the text repr below them (else it is squeezed to a sliver)
 
 
 @dataclass
@@ -86,13 +87,24 @@ def repr_html(t) -> str | None:
     )
     svg = to_svg(fig)
     svg = _scaled(svg, min(DISPLAY_SCALE, MAX_DISPLAY_PT / max(_width_pt(svg), 1.0)))
-    # A one-row table, not CSS flex: JupyterLab's HTML sanitizer keeps tables but may drop layout styles.
-    return (
-        '<table class="slimtensor-display" style="border:none"><tr style="background:none">'
-        f'<td class="slimtensor-layout" valign="top" align="left" style="text-align:left">{svg}</td>'
-        '<td valign="top" align="left" style="text-align:left">'
-        f'<pre class="slimtensor-repr" style="margin:0">{html.escape(repr(t))}</pre></td></tr></table>'
+    # A table, not CSS flex: JupyterLab's HTML sanitizer keeps tables but may drop layout styles. The
+    # picture's cell has the picture's width (a td attribute, which the sanitizer keeps): without it the
+    # browser's table layout shrank wide pictures to share the row with the text (7 px labels). A picture
+    # too wide to leave the text a readable column beside it gets the text on a row below instead.
+    width_px = round(_width_pt(svg) * 4 / 3)
+    text = f'<pre class="slimtensor-repr" style="margin:0">{html.escape(repr(t))}</pre>'
+    picture = (
+        f'<td class="slimtensor-layout" valign="top" align="left" width="{width_px}" '
+        f'style="text-align:left">{svg}</td>'
     )
+    row = '<tr style="background:none">'
+    text_cell = '<td valign="top" align="left" style="text-align:left">' + text + "</td>"
+    body = (
+        f"{row}{picture}{text_cell}</tr>"
+        if width_px <= MAX_BESIDE_TEXT_PX
+        else f"{row}{picture}</tr>{row}{text_cell}</tr>"
+    )
+    return f'<table class="slimtensor-display" style="border:none">{body}</table>'
 
 
 def _width_pt(svg: str) -> float:
