@@ -72,7 +72,10 @@ def test_run_model_example(model_dir, run_model_exe, tmp_path, name):
     if name == "linear_blob":
         args += ["--weights", str(tmp_path / f"{name}.blob")]
     env = dict(os.environ)
-    env.pop("LD_PRELOAD", None)
+    if not os.environ.get(
+        "SLIMTENSOR_CXX_SANITIZE"
+    ):  # under make test-asan the ASan runtime must stay preloaded
+        env.pop("LD_PRELOAD", None)
     r = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.splitlines()

@@ -73,7 +73,11 @@ BUGS = [
             Detector(
                 "pytest", HOSTILE + "test_index_raising_value_does_not_crash_a_child", ("SIGSEGV", "-11")
             ),
-            Detector("atheris", "", ("deadly signal", "Segmentation fault", "SEGV")),
+            Detector(
+                "atheris",
+                "",
+                ("deadly signal", "Segmentation fault", "SEGV", "runtime error: member access within null"),
+            ),
         ],
     ),
     Bug(
@@ -368,7 +372,7 @@ MARKER = os.path.join(
 
 def patched_files(patch: str) -> list[str]:
     with open(patch) as f:
-        return [line[6:].strip() for line in f if line.startswith("+++ b/")]
+        return [line[6:].split("\t")[0].strip() for line in f if line.startswith("+++ b/")]
 
 
 def apply(patch: str, log: str, reverse: bool = False) -> None:

@@ -76,14 +76,19 @@ void copy_bytes(void* dst_, const void* src_, size_t bytes, bool stream) {
 // Once dst is 64-byte aligned for streaming stores, the source usually is not (numpy's large arrays start
 // 16 bytes into a page), and misaligned 64-byte loads cost this loop 40% (float32 -> bfloat16, 64 MiB:
 // 30 GB/s against 50 with both aligned). So the loop loads aligned source lines and shifts them into place
-// with valignd (the shift is an immediate, hence one instantiation per misalignment K). Each aligned load
-// holds at least one element the conversion needs, so it never touches a page the source does not.
+// with valignd (the shift is an immediate, hence one instantiation per misalignment K). The lanes of an
+// aligned line outside the source (before it in the first line, after it in the last) are masked off, so
+// no load reads memory the source does not own (make test-asan found the unmasked last line: a
+// heap-buffer-overflow read, and for K = 0 a whole line past the end).
 template <__m256i (*Convert)(__m512), int K>
 int64_t narrow_stream_shifted(const float* s, uint16_t* d, int64_t i, int64_t n) {
-  const float* base = s + i - K;  // 64-byte aligned
-  __m512i prev = _mm512_load_si512(base);
+  const float* base = s + i - K;                                                       // 64-byte aligned
+  __m512i prev = _mm512_maskz_load_epi32(static_cast<__mmask16>(0xFFFFu << K), base);  // lanes >= K are s[i..]
   for (; i + 32 <= n; i += 32, base += 32) {
-    const __m512i a = _mm512_load_si512(base + 16), b = _mm512_load_si512(base + 32);
+    const __m512i a = _mm512_load_si512(base + 16);
+    // b's lanes >= K are the next iteration's; in the last one only lanes < K are needed (none for K = 0)
+    const __m512i b = i + 64 <= n ? _mm512_load_si512(base + 32)
+                                  : _mm512_maskz_load_epi32(static_cast<__mmask16>((1u << K) - 1), base + 32);
     const __m512 v0 = _mm512_castsi512_ps(_mm512_alignr_epi32(a, prev, K));
     const __m512 v1 = _mm512_castsi512_ps(_mm512_alignr_epi32(b, a, K));
     const __m512i lo = _mm512_castsi256_si512(Convert(v0));
