@@ -40,7 +40,8 @@ void* stream_arg(nb::handle obj, Device d, const char* function) {
   }
   if (PyLong_Check(obj.ptr()) || PyIndex_Check(obj.ptr())) {
     const int64_t value = to_int64(obj, function, "stream");
-    ST_CHECK(value > 0, Value, function, ": stream ", value, " names no stream; an int stream is the device's "
+    ST_CHECK(value > 0, Value, function, ": stream ", value,
+             " names no stream; an int stream is the device's "
              "DLPack stream number (for CUDA: 1 the legacy default stream, 2 the per-thread default, else the "
              "cudaStream_t value), or pass the stream object itself");
     void* stream = nullptr;
@@ -50,7 +51,8 @@ void* stream_arg(nb::handle obj, Device d, const char* function) {
     } catch (const Error& e) {
       fail(ErrorKind::Value, function, ": stream ", value, " is not a DLPack stream number of ", dev, ": ", e.what());
     }
-    ST_CHECK(known, Type, function, ": ", dev, " defines no DLPack stream numbers, so an int cannot name one of its "
+    ST_CHECK(known, Type, function, ": ", dev,
+             " defines no DLPack stream numbers, so an int cannot name one of its "
              "streams; pass the plugin's stream object (one with an int stream_handle attribute)");
     return stream;
   }
@@ -68,8 +70,10 @@ void* stream_arg(nb::handle obj, Device d, const char* function) {
          "an object with an int stream_handle attribute, or the stream's DLPack number (an int)");
   }
   if (std::optional<int64_t> index = int_attr(obj, "device_index", function)) {
-    ST_CHECK(*index == d.index, Value, function, ": the stream belongs to ", e->name, ":", *index, " but the tensor "
-             "is on ", dev, "; pass a stream of the tensor's device");
+    ST_CHECK(*index == d.index, Value, function, ": the stream belongs to ", e->name, ":", *index,
+             " but the tensor "
+             "is on ",
+             dev, "; pass a stream of the tensor's device");
   }
   return reinterpret_cast<void*>(static_cast<uintptr_t>(*handle));
 }
@@ -81,45 +85,60 @@ DeviceType pinning_type(nb::handle device, const char* function) {
 }  // namespace
 
 void bind_device_memory(nb::module_& m, nb::class_<Tensor>& cls) {
-  cls.def("record_stream", [](const Tensor& t, nb::handle stream) {
-        ST_CHECK(!t.device().is_cpu(), Value, "record_stream(): the tensor is on the CPU, which has no streams; "
-                 "record_stream is for tensors of a plugin device (cuda, ...)");
-        void* s = stream_arg(stream, t.device(), "record_stream()");
-        nb::gil_scoped_release release;  // a plugin without record_stream synchronises the stream
-        device_memory::record_stream(t, s, "record_stream()");
-      }, nb::arg("stream"),
-      "Marks the tensor's memory as used on `stream` (a stream of its device), as torch's record_stream: the "
-      "allocator will not reuse it before the work queued on that stream has finished, even once the tensor "
-      "is freed. `stream`: a stream object (torch.cuda.Stream, slimtensor_cuda.Stream, anything with an int "
-      "stream_handle) or the device's DLPack stream number. Does nothing for borrowed memory (DLPack, from_blob).")
-      .def("pin_memory", [](nb::handle_t<Tensor> self, nb::handle device) -> nb::object {
-        const Tensor& t = *nb::inst_ptr<Tensor>(self);
-        const DeviceEntry& e = device_memory::pinning_device(pinning_type(device, "pin_memory()"), "pin_memory()");
-        if (t.device().is_cpu() && device_memory::is_pinned(t, e.type, "pin_memory()")) {
-          return nb::borrow(self);  // the tensor itself, as in PyTorch
-        }
-        Tensor out;
-        {
-          nb::gil_scoped_release release;  // the copy may be large
-          out = device_memory::pin_memory(t, e, "pin_memory()");
-        }
-        return nb::cast(std::move(out));
-      }, nb::arg("device") = nb::none(),
-      "A copy of this CPU tensor in pinned (page-locked) host memory, or the tensor itself when it is pinned "
-      "already. `device`: the device whose plugin pins it (default: the first available one that can).")
-      .def("is_pinned", [](const Tensor& t, nb::handle device) {
-        return device_memory::is_pinned(t, pinning_type(device, "is_pinned()"), "is_pinned()");
-      }, nb::arg("device") = nb::none(),
-      "Whether the tensor's memory is pinned host memory (of `device`'s plugin, or of any plugin).");
+  cls.def(
+         "record_stream",
+         [](const Tensor& t, nb::handle stream) {
+           ST_CHECK(!t.device().is_cpu(), Value,
+                    "record_stream(): the tensor is on the CPU, which has no streams; "
+                    "record_stream is for tensors of a plugin device (cuda, ...)");
+           void* s = stream_arg(stream, t.device(), "record_stream()");
+           nb::gil_scoped_release release;  // a plugin without record_stream synchronises the stream
+           device_memory::record_stream(t, s, "record_stream()");
+         },
+         nb::arg("stream"),
+         "Marks the tensor's memory as used on `stream` (a stream of its device), as torch's record_stream: the "
+         "allocator will not reuse it before the work queued on that stream has finished, even once the tensor "
+         "is freed. `stream`: a stream object (torch.cuda.Stream, slimtensor_cuda.Stream, anything with an int "
+         "stream_handle) or the device's DLPack stream number. Does nothing for borrowed memory (DLPack, from_blob).")
+      .def(
+          "pin_memory",
+          [](nb::handle_t<Tensor> self, nb::handle device) -> nb::object {
+            const Tensor& t = *nb::inst_ptr<Tensor>(self);
+            const DeviceEntry& e = device_memory::pinning_device(pinning_type(device, "pin_memory()"), "pin_memory()");
+            if (t.device().is_cpu() && device_memory::is_pinned(t, e.type, "pin_memory()")) {
+              return nb::borrow(self);  // the tensor itself, as in PyTorch
+            }
+            Tensor out;
+            {
+              nb::gil_scoped_release release;  // the copy may be large
+              out = device_memory::pin_memory(t, e, "pin_memory()");
+            }
+            return nb::cast(std::move(out));
+          },
+          nb::arg("device") = nb::none(),
+          "A copy of this CPU tensor in pinned (page-locked) host memory, or the tensor itself when it is pinned "
+          "already. `device`: the device whose plugin pins it (default: the first available one that can).")
+      .def(
+          "is_pinned",
+          [](const Tensor& t, nb::handle device) {
+            return device_memory::is_pinned(t, pinning_type(device, "is_pinned()"), "is_pinned()");
+          },
+          nb::arg("device") = nb::none(),
+          "Whether the tensor's memory is pinned host memory (of `device`'s plugin, or of any plugin).");
 
-  m.def("_current_stream_dlpack", [](nb::handle device) -> std::optional<int64_t> {
+  m.def(
+      "_current_stream_dlpack",
+      [](nb::handle device) -> std::optional<int64_t> {
         const Device d = resolve_device(to_device(device, "__cuda_array_interface__"), "__cuda_array_interface__");
         int64_t value = 0;
         if (!streams::to_dlpack(d, streams::current(d), &value)) return std::nullopt;
         return value;
-      }, nb::arg("device"),
+      },
+      nb::arg("device"),
       "The DLPack number of the calling thread's current stream of `device`, or None when it defines none.");
-  m.def("_wait_dlpack_stream", [](nb::handle device, int64_t value) {
+  m.def(
+      "_wait_dlpack_stream",
+      [](nb::handle device, int64_t value) {
         const char* fn = "from_cuda_array_interface()";
         const Device d = resolve_device(to_device(device, fn), fn);
         void* producer = nullptr;
@@ -127,7 +146,8 @@ void bind_device_memory(nb::module_& m, nb::class_<Tensor>& cls) {
                  " defines no DLPack stream numbers, so stream ", value, " cannot be waited for");
         nb::gil_scoped_release release;
         streams::order_after(d, streams::current(d), producer);
-      }, nb::arg("device"), nb::arg("stream"),
+      },
+      nb::arg("device"), nb::arg("stream"),
       "Makes the current stream of `device` wait for the work queued so far on the stream with DLPack number "
       "`stream` (the consumer side of __cuda_array_interface__ v3).");
 }

@@ -32,8 +32,10 @@ Tensor make_empty(const Shape& s, const Shape* strides, ScalarType t, nb::handle
     return strides ? empty_strided(IntList(s.v, s.n), IntList(strides->v, strides->n), t, d, function)
                    : empty(IntList(s.v, s.n), t, d, function);
   }
-  ST_CHECK(d.is_cpu(), Value, function, ": pin_memory=True makes pinned host memory, so the device must be the CPU "
-           "but got ", device_string(d), "; leave device out, or drop pin_memory");
+  ST_CHECK(d.is_cpu(), Value, function,
+           ": pin_memory=True makes pinned host memory, so the device must be the CPU "
+           "but got ",
+           device_string(d), "; leave device out, or drop pin_memory");
   Shape contiguous;
   if (!strides) {
     contiguous.n = s.n;
@@ -160,8 +162,8 @@ void bind_factories(nb::module_& m) {
           const Device d = device_memory::check_device_pointer(to_device(device, "from_blob()"),
                                                                reinterpret_cast<const void*>(ptr), "from_blob()");
           return from_blob(reinterpret_cast<void*>(ptr), IntList(s.v, s.n), IntList(st.v, st.n), storage_offset,
-                           to_dtype(dtype, kDefaultFloat, "from_blob()"), d,
-                           context ? release_python_owner : nullptr, context, read_only, owner_name);
+                           to_dtype(dtype, kDefaultFloat, "from_blob()"), d, context ? release_python_owner : nullptr,
+                           context, read_only, owner_name);
         } catch (...) {
           Py_XDECREF(context);
           throw;

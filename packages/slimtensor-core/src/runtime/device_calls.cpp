@@ -116,13 +116,15 @@ void* host_allocate(const DeviceEntry& e, uint64_t nbytes, const char* function)
   void* ptr = nullptr;
   const int rc = e.table->host_allocate(e.table->ctx, nbytes, &ptr);
   if (rc != 0 || ptr == nullptr) {
-    fail(ErrorKind::Memory, call_name(function), ": ", e.name, " could not pin ", nbytes, " bytes of host memory: ",
-         rc != 0 ? plugin_error(e) : "the plugin returned success but a NULL pointer");
+    fail(ErrorKind::Memory, call_name(function), ": ", e.name, " could not pin ", nbytes,
+         " bytes of host memory: ", rc != 0 ? plugin_error(e) : "the plugin returned success but a NULL pointer");
   }
   return ptr;
 }
 
-void host_free(const DeviceEntry& e, void* ptr, uint64_t nbytes) noexcept { e.table->host_free(e.table->ctx, ptr, nbytes); }
+void host_free(const DeviceEntry& e, void* ptr, uint64_t nbytes) noexcept {
+  e.table->host_free(e.table->ctx, ptr, nbytes);
+}
 
 bool host_is_pinned(const DeviceEntry& e, const void* ptr, bool* pinned, const char* function) {
   if (is_1_0(e) || !e.table->host_is_pinned) return false;
