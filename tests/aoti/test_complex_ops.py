@@ -37,7 +37,9 @@ def _rand(shape, dtype, seed=0):
     g = torch.Generator().manual_seed(seed)
     if dtype.is_complex:
         r = torch.float32 if dtype == torch.complex64 else torch.float64
-        return torch.complex(torch.randn(shape, generator=g, dtype=r), torch.randn(shape, generator=g, dtype=r))
+        return torch.complex(
+            torch.randn(shape, generator=g, dtype=r), torch.randn(shape, generator=g, dtype=r)
+        )
     if dtype == torch.bool:
         return torch.rand(shape, generator=g) > 0.5
     if dtype.is_floating_point:
@@ -57,7 +59,9 @@ def test_views_match_torch():
         x = _rand((3, 5, 2), dt)
         for v in (x, x[:, 1:], x.transpose(0, 1)):
             assert_same(view_as_complex(v), torch.view_as_complex(v))
-    with pytest.raises(OpError, match=r"view_as_real\(\): view_as_real is only supported for complex tensors"):
+    with pytest.raises(
+        OpError, match=r"view_as_real\(\): view_as_real is only supported for complex tensors"
+    ):
         view_as_real(torch.ones(3))
     with pytest.raises(OpError, match=r"view_as_complex\(\): self must have a last dimension of size 2"):
         view_as_complex(torch.ones(3, 3))
@@ -69,9 +73,24 @@ def test_views_match_torch():
         view_as_complex(torch.ones((2, 2), dtype=torch.int64))
 
 
-DTYPES = ["bool", "uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32", "float64", "complex64", "complex128"]
+DTYPES = [
+    "bool",
+    "uint8",
+    "int8",
+    "int32",
+    "int64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
 
 
+@pytest.mark.filterwarnings(
+    "ignore:ComplexHalf support is experimental"
+)  # torch's own, for its complex32 results
 @pytest.mark.parametrize("da", DTYPES)
 @pytest.mark.parametrize("db", ["bool", "int64", "float16", "float32", "float64", "complex64", "complex128"])
 def test_mul_matches_torch(da, db):
@@ -105,12 +124,17 @@ def test_mul_matches_torch(da, db):
 def test_mul_empty_0d_and_errors():
     import torch
 
-    for a, b in ((torch.zeros((0, 3), dtype=torch.complex64), torch.ones(3)), (torch.tensor(2.5), torch.tensor(3))):
+    for a, b in (
+        (torch.zeros((0, 3), dtype=torch.complex64), torch.ones(3)),
+        (torch.tensor(2.5), torch.tensor(3)),
+    ):
         want = torch.mul(a, b)
         got = mul(a, b)
         assert got.dtype == want.dtype and got.shape == want.shape
         torch.testing.assert_close(got, want, rtol=0, atol=0)
-    with pytest.raises(OpError, match=r"mul_Tensor\(\): the sizes of self \(3\) and other \(4\) must match at dim 1"):
+    with pytest.raises(
+        OpError, match=r"mul_Tensor\(\): the sizes of self \(3\) and other \(4\) must match at dim 1"
+    ):
         mul(torch.ones((2, 3)), torch.ones((2, 4)))
     with pytest.raises(OpError, match=r"mul_Tensor\(\): self has dtype uint32"):
         mul(torch.ones(2, dtype=torch.uint32), torch.ones(2))

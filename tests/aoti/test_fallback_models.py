@@ -96,7 +96,11 @@ def test_model_matches_eager_exactly(op_model_dir, name):
                 if name in TOLERANCES:
                     rtol, atol = TOLERANCES[name]
                     np.testing.assert_allclose(
-                        g.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=atol, err_msg=f"{name} output {i}"
+                        g.astype(np.float64),
+                        e.astype(np.float64),
+                        rtol=rtol,
+                        atol=atol,
+                        err_msg=f"{name} output {i}",
                     )
                 else:
                     np.testing.assert_array_equal(g, e, err_msg=f"{name} output {i}")

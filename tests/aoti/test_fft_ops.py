@@ -41,7 +41,9 @@ def _rand(shape, dtype, seed=0):
     g = torch.Generator().manual_seed(seed)
     if dtype.is_complex:
         real = torch.float32 if dtype == torch.complex64 else torch.float64
-        return torch.complex(torch.randn(shape, generator=g, dtype=real), torch.randn(shape, generator=g, dtype=real))
+        return torch.complex(
+            torch.randn(shape, generator=g, dtype=real), torch.randn(shape, generator=g, dtype=real)
+        )
     return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype)
 
 
@@ -142,7 +144,9 @@ def test_layout_of_mixed_strides_is_torchs():
     x = _rand((2, 3, 4, 5), torch.float32).permute(3, 1, 0, 2)  # (5, 3, 2, 4), strides (1, 20, 60, 5)
     for dims in ([0], [3], [1, 3], [3, 1], [0, 2, 3], [2, 0, 3]):
         for onesided in (True, False):
-            _assert_fft_same(r2c(x, dims, 0, onesided), torch.ops.aten._fft_r2c(x, dims, 0, onesided), x.dtype)
+            _assert_fft_same(
+                r2c(x, dims, 0, onesided), torch.ops.aten._fft_r2c(x, dims, 0, onesided), x.dtype
+            )
         z = x.to(torch.complex64)
         _assert_fft_same(c2c(z, dims, 0, True), torch.ops.aten._fft_c2c(z, dims, 0, True), z.dtype)
 

@@ -117,15 +117,19 @@ def _int4_operands(m, k, n, group, dtype, seed=0):
     q = torch.randint(0, 16, (n, k), generator=g, dtype=torch.int32)
     w = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q, 1)
     groups = (k + group - 1) // group
-    sz = torch.stack([torch.rand(groups, n, generator=g) * 0.1, torch.randn(groups, n, generator=g)], -1).to(dtype)
+    sz = torch.stack([torch.rand(groups, n, generator=g) * 0.1, torch.randn(groups, n, generator=g)], -1).to(
+        dtype
+    )
     a = torch.randn(m, k, generator=g).to(dtype)
     return a, w, sz
 
 
 # N = 16, 48, 80, 128, 144: full blocks of 64 (avx512) or 32 (avx2) and every partial block size
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize(("m", "k", "n", "group"), [(1, 64, 16, 32), (6, 128, 80, 64), (3, 256, 144, 128),
-                                                    (5, 256, 48, 256), (2, 64, 128, 32)])
+@pytest.mark.parametrize(
+    ("m", "k", "n", "group"),
+    [(1, 64, 16, 32), (6, 128, 80, 64), (3, 256, 144, 128), (5, 256, 48, 256), (2, 64, 128, 32)],
+)
 def test_int4pack_mm_matches_torch(dtype, m, k, n, group):
     import torch
 
@@ -164,7 +168,9 @@ def test_int4pack_mm_errors():
         int4mm(a, w.t().contiguous().t(), 32, sz)
     with pytest.raises(OpError, match=name + r": N = 8 must be a multiple of 16"):
         int4mm(a, w[:8].contiguous(), 32, sz[:, :8].contiguous())
-    with pytest.raises(OpError, match=name + r": qScaleAndZeros must be \(ceil\(K/group\), N, 2\) = \(2, 32, 2\)"):
+    with pytest.raises(
+        OpError, match=name + r": qScaleAndZeros must be \(ceil\(K/group\), N, 2\) = \(2, 32, 2\)"
+    ):
         int4mm(a, w, 32, sz[:1].contiguous())
     with pytest.raises(OpError, match=name + r": qScaleAndZeros is bfloat16 but self is float32"):
         int4mm(a, w, 32, sz.bfloat16())

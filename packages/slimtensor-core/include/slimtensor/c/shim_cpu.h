@@ -148,8 +148,7 @@ SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu__fft_r2c(AtenTensorHandle self, c
                                                         int64_t normalization, int32_t onesided,
                                                         AtenTensorHandle* ret0);
 SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu__fft_c2c(AtenTensorHandle self, const int64_t* dim, int64_t dim_len_,
-                                                        int64_t normalization, int32_t forward,
-                                                        AtenTensorHandle* ret0);
+                                                        int64_t normalization, int32_t forward, AtenTensorHandle* ret0);
 
 /* Complex tensors around the FFTs (Notes [Complex views], [mul_Tensor] in src/aoti/ops/complex_ops.cpp):
  * view_as_real / view_as_complex share self's storage; mul_Tensor is self * other with broadcasting, torch's

@@ -67,7 +67,10 @@ ScalarType promote_with_complex(ScalarType a, ScalarType b, const char* fn) {
 // the higher one's dtype: only by its category, and a complex lower one keeps a floating higher one's width.
 ScalarType combine_categories(ScalarType higher, ScalarType lower, const char* fn) {
   if (info(higher).is_complex) return higher;
-  if (info(lower).is_complex) return info(higher).is_floating ? *complex_of(higher) : lower;
+  if (info(lower).is_complex) {
+    if (!info(higher).is_floating) return lower;
+    return higher == ScalarType::BFloat16 ? ScalarType::Complex64 : *complex_of(higher);  // no complex bfloat16
+  }
   if (info(higher).is_floating) return higher;
   if (higher == ScalarType::Bool || info(lower).is_floating) return promote_types(higher, lower, fn);
   return higher;
@@ -186,7 +189,8 @@ AOTITorchError aoti_torch_cpu_view_as_real(AtenTensorHandle self, AtenTensorHand
     out_arg(ret0, fn, "ret0");
     const std::optional<ScalarType> real = real_of(s.dtype());
     if (!real) {
-      fail(ErrorKind::Type, fn, "(): view_as_real is only supported for complex tensors, but self is ", name(s.dtype()));
+      fail(ErrorKind::Type, fn, "(): view_as_real is only supported for complex tensors, but self is ",
+           name(s.dtype()));
     }
     std::vector<int64_t> sizes(s.sizes(), s.sizes() + s.ndim()), strides;
     for (int d = 0; d < s.ndim(); ++d) strides.push_back(s.strides()[d] * 2);
@@ -203,8 +207,10 @@ AOTITorchError aoti_torch_cpu_view_as_complex(AtenTensorHandle self, AtenTensorH
     out_arg(ret0, fn, "ret0");
     const std::optional<ScalarType> cplx = complex_of(s.dtype());
     if (!cplx) {
-      fail(ErrorKind::Type, fn, "(): view_as_complex is only supported for float16, float32 and float64 tensors, but "
-           "self is ", name(s.dtype()));
+      fail(ErrorKind::Type, fn,
+           "(): view_as_complex is only supported for float16, float32 and float64 tensors, but "
+           "self is ",
+           name(s.dtype()));
     }
     if (s.ndim() == 0 || s.sizes()[s.ndim() - 1] != 2) {
       fail(ErrorKind::Value, fn, "(): self must have a last dimension of size 2");
@@ -253,12 +259,8 @@ AOTITorchError aoti_torch_cpu_mul_Tensor(AtenTensorHandle self, AtenTensorHandle
     Tensor dst = reduced ? empty_strided(shape, IntList(out.strides(), out.ndim()), work, kCPUDevice, fn) : out;
     if (out.numel() > 0) {
       switch (work) {
-        case ScalarType::Complex64:
-          multiply<std::complex<float>>(dst, ops[0], ops[1], complex_mul<float>);
-          break;
-        case ScalarType::Complex128:
-          multiply<std::complex<double>>(dst, ops[0], ops[1], complex_mul<double>);
-          break;
+        case ScalarType::Complex64: multiply<std::complex<float>>(dst, ops[0], ops[1], complex_mul<float>); break;
+        case ScalarType::Complex128: multiply<std::complex<double>>(dst, ops[0], ops[1], complex_mul<double>); break;
         case ScalarType::Bool: multiply<bool>(dst, ops[0], ops[1], [](bool x, bool y) { return x && y; }); break;
         case ScalarType::Int64:
           multiply<int64_t>(dst, ops[0], ops[1], [](int64_t x, int64_t y) {

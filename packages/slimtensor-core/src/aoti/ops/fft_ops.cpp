@@ -82,8 +82,7 @@ std::vector<int64_t> torch_fft_strides(const Tensor& self, const std::vector<int
 
 std::vector<int64_t> sorted_by_stride(const Tensor& self, std::vector<int64_t> dims, bool keep_last) {
   auto end = keep_last && !dims.empty() ? dims.end() - 1 : dims.end();
-  std::stable_sort(dims.begin(), end,
-                   [&](int64_t a, int64_t b) { return self.strides()[a] > self.strides()[b]; });
+  std::stable_sort(dims.begin(), end, [&](int64_t a, int64_t b) { return self.strides()[a] > self.strides()[b]; });
   return dims;
 }
 
@@ -95,8 +94,7 @@ double norm_factor(int64_t normalization, const Tensor& self, const std::vector<
     case 1: return 1.0 / std::sqrt(n);
     case 2: return 1.0 / n;
     default:
-      fail(ErrorKind::Value, fn, "(): normalization must be 0 (none), 1 (1/sqrt(n)) or 2 (1/n) but is ",
-           normalization);
+      fail(ErrorKind::Value, fn, "(): normalization must be 0 (none), 1 (1/sqrt(n)) or 2 (1/n) but is ", normalization);
   }
 }
 

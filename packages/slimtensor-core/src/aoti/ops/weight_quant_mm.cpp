@@ -161,8 +161,8 @@ Tensor int4pack_mm(const Tensor& a, const Tensor& b, int64_t group, const Tensor
   check_ndim(sz, 3, fn, "qScaleAndZeros");
   const int64_t groups = (k + group - 1) / group;
   if (sz.sizes()[0] < groups || sz.sizes()[1] != n || sz.sizes()[2] != 2) {
-    fail(ErrorKind::Value, fn, "(): qScaleAndZeros must be (ceil(K/group), N, 2) = (", groups, ", ", n,
-         ", 2) but is (", sz.sizes()[0], ", ", sz.sizes()[1], ", ", sz.sizes()[2], ")");
+    fail(ErrorKind::Value, fn, "(): qScaleAndZeros must be (ceil(K/group), N, 2) = (", groups, ", ", n, ", 2) but is (",
+         sz.sizes()[0], ", ", sz.sizes()[1], ", ", sz.sizes()[2], ")");
   }
   std::vector<uint8_t> q(static_cast<size_t>(n * k));
   if (n > 0 && k > 0) unpack_int4(static_cast<const uint8_t*>(b.data_ptr()), n, k, q.data());
@@ -183,8 +183,8 @@ Tensor int4pack_mm(const Tensor& a, const Tensor& b, int64_t group, const Tensor
 
 extern "C" {
 
-AOTITorchError aoti_torch_cpu__weight_int8pack_mm(AtenTensorHandle self, AtenTensorHandle mat2,
-                                                  AtenTensorHandle scales, AtenTensorHandle* ret0) {
+AOTITorchError aoti_torch_cpu__weight_int8pack_mm(AtenTensorHandle self, AtenTensorHandle mat2, AtenTensorHandle scales,
+                                                  AtenTensorHandle* ret0) {
   const char* fn = "aoti_torch_cpu__weight_int8pack_mm";
   return guarded(fn, [&] {
     const Tensor& a = cpu_arg(self, fn, "self");
