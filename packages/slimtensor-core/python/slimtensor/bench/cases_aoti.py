@@ -6,7 +6,9 @@ Everything the cases need ships inside the package: the C harness (harness/aoti_
 first use) and the model harness (slimtensor.bench.aoti_models). Only the compiled models do not (they need
 torch's inductor and minutes to make): they come from the folder named by SLIMTENSOR_BENCH_AOTI_MODELS
 (``make bench`` points it at the models the AOTI tests compiled); without it the model cases are skipped,
-saying so. Nothing is looked up in the working directory.
+saying so. The architecture zoo's transformers models (tests/aoti/arch_zoo.py, aoti/zoo/* at 1 and 2 threads)
+come the same way from SLIMTENSOR_BENCH_AOTI_ZOO (make bench points it at the zoo the tests compiled). Nothing is
+looked up in the working directory.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from ._timing import Settings, measure, summarize
 SHIM_HARNESS = Path(__file__).resolve().parent / "harness" / "aoti_shim_bench.cpp"
 MODEL_HARNESS = "slimtensor.bench.aoti_models"  # runs one AOTI model .so on slimtensor and on libtorch
 MODELS_ENV = "SLIMTENSOR_BENCH_AOTI_MODELS"
+ZOO_ENV = "SLIMTENSOR_BENCH_AOTI_ZOO"  # the architecture zoo's folder (tests/aoti/arch_zoo.py)
+ZOO_THREADS = (1, 2)
 # Models whose st.aoti call is timed from Python (aoti/call/*): one input, one output; two outputs, one a view.
 CALL_MODELS = ["pointwise", "two_outputs", "linear"]
 
@@ -222,7 +226,7 @@ def _model_cases(libs: Libs, quick: bool) -> list[Case]:
             row = rows().get(row_name)
             if row is None:
                 return {"slimtensor": {"skipped": f"{MODEL_HARNESS} gave no result for {row_name}"}}
-            # the harness reports min and median microseconds per run over 7 repeats
+            # the harness reports every sample (microseconds per run) of its alternating rounds
             return {
                 "slimtensor": summarize([x * 1e-6 for x in row["slim_us"]]),
                 "torch": summarize([x * 1e-6 for x in row["torch_us"]]),
@@ -313,5 +317,82 @@ def _call_cases(libs: Libs, quick: bool) -> list[Case]:
     ]
 
 
+def _zoo_cases(libs: Libs, quick: bool) -> list[Case]:
+    """The zoo's transformers models, the same .so on slimtensor and on libtorch, at 1 and 2 threads."""
+    title = "latency of an architecture-zoo model .so on slimtensor and on libtorch"
+    reason = _aoti_missing()
+    if reason is None and libs.torch is None:
+        reason = f"the libtorch side needs torch ({libs.torch_reason})"
+    folder = os.environ.get(ZOO_ENV)
+    if reason is None and not folder:
+        reason = (
+            f"no compiled zoo: set {ZOO_ENV} to the folder tests/aoti/test_arch_zoo.py compiled "
+            "(.cache/aoti-models/arch_zoo-*; make bench does)"
+        )
+    if reason is None and folder and not os.path.isdir(folder):
+        reason = f"{ZOO_ENV}={folder!r} is not a folder"
+    names = [n for n in aoti_models.ZOO_MODELS if folder and (Path(folder) / f"{n}.pt2").exists()]
+    if reason is None and not names:
+        reason = f"{folder} holds none of the zoo models {MODEL_HARNESS} times ({', '.join(aoti_models.ZOO_MODELS)})"
+    if reason is not None or not folder:
+        return [
+            Case(
+                id="aoti/zoo",
+                group="aoti",
+                title=title,
+                params={},
+                metric="time",
+                skipped=reason or "unreachable",
+            )
+        ]
+    zoo: str = folder
+    cache: dict[int, dict] = {}
+
+    def rows(threads: int) -> dict:
+        if threads not in cache:
+            with tempfile.TemporaryDirectory() as tmp:
+                out = os.path.join(tmp, "zoo.json")
+                cmd = [sys.executable, "-m", MODEL_HARNESS, zoo, "--models", ",".join(names), "--no-addmm"]
+                cmd += ["--threads", str(threads), "--json", out]
+                if quick:
+                    cmd += ["--rounds", "1", "--repeats", "5"]
+                subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=3600)
+                with open(out) as f:
+                    cache[threads] = {r["case"]: r for r in json.load(f)["rows"]}
+        return cache[threads]
+
+    def runner(name: str, threads: int):
+        def run(settings: Settings) -> dict:
+            row = rows(threads).get(name)
+            if row is None:
+                return {"slimtensor": {"skipped": f"{MODEL_HARNESS} gave no result for {name}"}}
+            return {
+                "slimtensor": summarize([x * 1e-6 for x in row["slim_us"]]),
+                "torch": summarize([x * 1e-6 for x in row["torch_us"]]),
+                "numpy": {"skipped": "numpy cannot run AOTInductor models"},
+            }
+
+        return run
+
+    return [
+        Case(
+            id=f"aoti/zoo/{name}/t{threads}",
+            group="aoti",
+            title=f"{title}: {name}, {threads} thread(s)",
+            params={"model": f"{name}.pt2", "folder": zoo, "harness": MODEL_HARNESS, "threads": threads},
+            metric="time",
+            threads=threads,
+            run=runner(name, threads),
+        )
+        for threads in ZOO_THREADS
+        for name in names
+    ]
+
+
 def cases(libs: Libs, quick: bool) -> list[Case]:
-    return [*_shim_cases(libs, quick), *_model_cases(libs, quick), *_call_cases(libs, quick)]
+    return [
+        *_shim_cases(libs, quick),
+        *_model_cases(libs, quick),
+        *_zoo_cases(libs, quick),
+        *_call_cases(libs, quick),
+    ]
