@@ -136,6 +136,20 @@ class SpectralStrided(nn.Module):
         return torch.view_as_real(spec), torch.view_as_real(back), torch.view_as_real(full)
 
 
+class ComplexRotary(nn.Module):
+    """Rotary position embedding in its complex form (the original Llama code): pairs of features viewed as complex
+    numbers (view_as_complex), rotated by a complex multiplication (mul_Tensor), viewed back (view_as_real)."""
+
+    def __init__(self, t=6, d=8):
+        super().__init__()
+        angles = torch.outer(torch.arange(t, dtype=torch.float32), 1.0 / 10000 ** (torch.arange(0, d, 2) / d))
+        self.register_buffer("freqs", torch.polar(torch.ones_like(angles), angles))
+
+    def forward(self, x):
+        z = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+        return torch.view_as_real(z * self.freqs).flatten(-2)
+
+
 class Int8WeightOnly(nn.Module):
     """Weight-only int8 linear layers (torchao's int8 weight-only path): x @ (w_int8 * scale).T."""
 
@@ -238,6 +252,7 @@ def zoo_op_models():
     return {
         "op_fft": (Spectral, (_r(2, 16, 8),), None, None),
         "op_fft_strided": (SpectralStrided, (_r(3, 8, 10),), None, None),
+        "op_complex_rotary": (ComplexRotary, (_r(2, 6, 8),), None, None),
         "op_int8pack_mm": (Int8WeightOnly, (_r(5, 64),), None, None),
         "op_int8pack_mm_bf16": (
             lambda: Int8WeightOnly(dtype=torch.bfloat16),

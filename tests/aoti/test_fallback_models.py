@@ -30,8 +30,18 @@ FALLBACKS = {
     "op_embedding_bag": {"aoti_torch_cpu__embedding_bag"},  # nn.EmbeddingBag (its weight a parameter)
     "op_index_put": {"aoti_torch_index_put_out"},  # torch's c/shim.h fallback (IndexPutFallback)
     # block "zoo": FFTs and the weight-only quantised matmuls
-    "op_fft": {"aoti_torch_cpu__fft_r2c", "aoti_torch_cpu__fft_c2c"},
-    "op_fft_strided": {"aoti_torch_cpu__fft_r2c", "aoti_torch_cpu__fft_c2c"},
+    "op_fft": {"aoti_torch_cpu__fft_r2c", "aoti_torch_cpu__fft_c2c", "aoti_torch_cpu_view_as_real"},
+    "op_fft_strided": {
+        "aoti_torch_cpu__fft_r2c",
+        "aoti_torch_cpu__fft_c2c",
+        "aoti_torch_cpu_view_as_real",
+        "aoti_torch_cpu_mul_Tensor",
+    },
+    "op_complex_rotary": {
+        "aoti_torch_cpu_view_as_complex",
+        "aoti_torch_cpu_mul_Tensor",
+        "aoti_torch_cpu_view_as_real",
+    },
     "op_int8pack_mm": {"aoti_torch_cpu__weight_int8pack_mm"},
     "op_int8pack_mm_bf16": {"aoti_torch_cpu__weight_int8pack_mm"},
     "op_int4pack_mm": {"aoti_torch_cpu__weight_int4pack_mm_cpu_tensor"},
@@ -42,6 +52,7 @@ FALLBACKS = {
 TOLERANCES = {
     "op_fft": (1e-5, 1e-5),
     "op_fft_strided": (1e-5, 1e-5),
+    "op_complex_rotary": (1e-6, 1e-6),
     "op_int8pack_mm": (1e-5, 1e-5),
     "op_int8pack_mm_bf16": (1.6e-2, 1.6e-2),
     "op_int4pack_mm": (1e-5, 1e-4),
