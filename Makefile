@@ -32,11 +32,12 @@ BUILD_FLAGS := $(BUILD_LOG) --no-build-isolation -Cbuild-dir=build/{wheel_tag} -
 export CMAKE_BUILD_PARALLEL_LEVEL := $(JOBS)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: lab test build build-test build-lab build-compile system-deps stubs check-stubs lint format bench bench-models wheel clean distclean help
+.PHONY: lab test test-zoo build build-test build-lab build-compile system-deps stubs check-stubs lint format bench bench-models wheel clean distclean help
 
 help:
 	@echo "make lab        install the packages and open JupyterLab on notebooks/"
 	@echo "make test       install what the tests need, build, run every test"
+	@echo "make test-zoo   the AOTI architecture zoo in full (make test runs a reduced zoo)"
 	@echo "make build      rebuild the core into both environments after a C++ edit"
 	@echo "make stubs      regenerate the typing stubs of slimtensor._C"
 	@echo "make lint       ruff, ruff format, clang-format and the stub check (make test runs it)"
@@ -129,6 +130,12 @@ lab: lab-setup
 test: build-test lint
 	$(TEST_VENV)/bin/python -m pytest
 
+# The whole AOTI architecture zoo (tests/aoti/arch_zoo.py: transformers and torch.nn models, compiled once into
+# .cache/aoti-models/); make test compiles and runs a reduced zoo (Note [Reduced and whole zoo] in
+# tests/aoti/test_arch_zoo.py).
+test-zoo: build-test
+	SLIMTENSOR_ZOO=all $(TEST_VENV)/bin/python -m pytest tests/aoti/test_arch_zoo.py
+
 # --- other verbs ----------------------------------------------------------------------------------
 STUBGEN := SLIMTENSOR_STUBGEN=1 $(TEST_VENV)/bin/python -m nanobind.stubgen -q -m slimtensor._C \
            -p $(CORE)/python/stubgen_patterns.txt
@@ -143,7 +150,8 @@ check-stubs: build-test
 
 # One style for the whole tree: ruff (pyproject.toml) for Python, clang-format (.clang-format) for C, C++,
 # CUDA and Objective-C++. Both are pinned in requirements/test.txt: their output changes between versions.
-C_SOURCES = git ls-files -z '*.c' '*.cpp' '*.h' '*.cu' '*.cuh' '*.mm'
+# Vendored third-party code (packages/*/third_party) keeps its authors' style.
+C_SOURCES = git ls-files -z -- '*.c' '*.cpp' '*.h' '*.cu' '*.cuh' '*.mm' ':(exclude)packages/*/third_party/*'
 
 lint: build-test check-stubs
 	$(TEST_VENV)/bin/ruff check .

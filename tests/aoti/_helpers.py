@@ -75,9 +75,18 @@ def sleef_library() -> str | None:
     return None
 
 
+def _package_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def _cache_dir(zoo: str = "model_zoo") -> str:
     h = hashlib.sha256()
     h.update((torch_version() or "none").encode())
+    if zoo == "arch_zoo":  # its models' code is transformers' own
+        h.update((_package_version("transformers") or "none").encode())
     h.update(b"sleef" if sleef_library() else b"no-sleef")
     for f in (f"{zoo}.py", "compile_models.py"):
         with open(os.path.join(HERE, f), "rb") as fh:
@@ -103,6 +112,9 @@ def compile_models(names: list[str], zoo: str = "model_zoo") -> str:
         if todo:
             env = dict(os.environ)
             env.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(CACHE, "inductor"))
+            # the zoo's transformers models come from configs, never from the hub: any download attempt fails
+            env["HF_HUB_OFFLINE"] = "1"
+            env["TRANSFORMERS_OFFLINE"] = "1"
             # Inductor accepts a vector ISA only if a probe .so it builds can be dlopen'ed by a bare Python;
             # that probe calls Sleef_* (which torch's Python does not put in the global scope), so without
             # SLEEF preloaded every ISA is "invalid" and the models get scalar kernels. With it, they get

@@ -109,6 +109,79 @@ class EmbeddingBag(nn.Module):
         return self.sum(idx, off), self.mean(idx, off), self.max(idx, off)
 
 
+# ---- block "zoo": the FFT and weight-only quantised matmul fallbacks (the architecture zoo's ops) --------
+class Spectral(nn.Module):
+    """FNet-style token mixing and a spectral filter: rfft over time (real to complex), fft over channels
+    (complex to complex), returned as real tensors."""
+
+    def __init__(self, t=16, c=8):
+        super().__init__()
+        self.filter = nn.Parameter(torch.randn(t // 2 + 1, c))
+
+    def forward(self, x):
+        spec = torch.fft.rfft(x, dim=1, norm="ortho")
+        mixed = torch.fft.fft(spec, dim=2)
+        return torch.view_as_real(mixed), torch.view_as_real(spec) * self.filter[None, :, :, None]
+
+
+class SpectralStrided(nn.Module):
+    """2-D transforms of a transposed (non-contiguous) input: rfft2 with "forward" scaling, then an inverse
+    c2c fft2 over both dims, and a full (two-sided) fft of a real input over an odd-sized dim."""
+
+    def forward(self, x):
+        xt = x.transpose(1, 2)  # (3, 10, 8) with strides (80, 1, 10)
+        spec = torch.fft.rfft2(xt, norm="forward")
+        back = torch.fft.ifft2(spec * 2)
+        full = torch.fft.fft(xt[:, 1:, :], dim=1)  # a real input to a two-sided c2c: 9 points (odd)
+        return torch.view_as_real(spec), torch.view_as_real(back), torch.view_as_real(full)
+
+
+class ComplexRotary(nn.Module):
+    """Rotary position embedding in its complex form (the original Llama code): pairs of features viewed as complex
+    numbers (view_as_complex), rotated by a complex multiplication (mul_Tensor), viewed back (view_as_real)."""
+
+    def __init__(self, t=6, d=8):
+        super().__init__()
+        angles = torch.outer(torch.arange(t, dtype=torch.float32), 1.0 / 10000 ** (torch.arange(0, d, 2) / d))
+        self.register_buffer("freqs", torch.polar(torch.ones_like(angles), angles))
+
+    def forward(self, x):
+        z = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+        return torch.view_as_real(z * self.freqs).flatten(-2)
+
+
+class Int8WeightOnly(nn.Module):
+    """Weight-only int8 linear layers (torchao's int8 weight-only path): x @ (w_int8 * scale).T."""
+
+    def __init__(self, k=64, n=48, dtype=torch.float32):
+        super().__init__()
+        g = torch.Generator().manual_seed(1)
+        self.register_buffer("w", torch.randint(-128, 128, (n, k), generator=g, dtype=torch.int8))
+        self.register_buffer("scale", (torch.rand(n, generator=g) * 0.02 + 0.001).to(dtype))
+
+    def forward(self, x):
+        return torch._weight_int8pack_mm(x, self.w, self.scale) + 1
+
+
+class Int4WeightOnly(nn.Module):
+    """Weight-only int4 linear layer (torchao's int4 CPU path): weights packed by torch's
+    _convert_weight_to_int4pack_for_cpu, group-wise scales and zeros."""
+
+    def __init__(self, k=128, n=80, group=32, dtype=torch.float32):
+        super().__init__()
+        g = torch.Generator().manual_seed(2)
+        q = torch.randint(0, 16, (n, k), generator=g, dtype=torch.int32)
+        self.register_buffer("w", torch.ops.aten._convert_weight_to_int4pack_for_cpu(q, 1))
+        sz = torch.stack(
+            [torch.rand(k // group, n, generator=g) * 0.1, torch.randn(k // group, n, generator=g)], -1
+        )
+        self.register_buffer("scales_zeros", sz.to(dtype))
+        self.group = group
+
+    def forward(self, x):
+        return torch.ops.aten._weight_int4pack_mm_for_cpu(x, self.w, self.group, self.scales_zeros)
+
+
 def _r(*shape, dtype=torch.float32, seed=0):
     g = torch.Generator().manual_seed(seed + sum(shape))
     return torch.randn(*shape, generator=g).to(dtype)
@@ -172,6 +245,30 @@ def models():
         "op_masked_scatter": (MaskedScatter, (_r(4, 6), _r(4, 6, seed=1) > 0, _r(30, seed=2)), None, None),
         **onednn_models(),
         **onednn_bench_models(),
+        **zoo_op_models(),
+    }
+
+
+def zoo_op_models():
+    """Block "zoo" (the FFT and weight-only quantised matmul fallbacks)."""
+    return {
+        "op_fft": (Spectral, (_r(2, 16, 8),), None, None),
+        "op_fft_strided": (SpectralStrided, (_r(3, 8, 10),), None, None),
+        "op_complex_rotary": (ComplexRotary, (_r(2, 6, 8),), None, None),
+        "op_int8pack_mm": (Int8WeightOnly, (_r(5, 64),), None, None),
+        "op_int8pack_mm_bf16": (
+            lambda: Int8WeightOnly(dtype=torch.bfloat16),
+            (_r(5, 64, dtype=torch.bfloat16),),
+            None,
+            None,
+        ),
+        "op_int4pack_mm": (Int4WeightOnly, (_r(6, 128),), None, None),
+        "op_int4pack_mm_bf16": (
+            lambda: Int4WeightOnly(n=128, group=64, dtype=torch.bfloat16),
+            (_r(3, 128, dtype=torch.bfloat16),),
+            None,
+            None,
+        ),
     }
 
 

@@ -135,6 +135,10 @@ def test_info_ops_prints_the_counts_and_every_op():
     )
     assert len(lines) == 2 + len(ops)
     assert any(line.split()[:2] == ["implemented", "aoti_torch_cpu_cumsum"] for line in lines[2:])
+    states = {line.split()[1]: line.split()[0] for line in lines[2:]}
+    # the fallbacks of the architecture zoo's quantised and spectral models, among the rest
+    for op in ("cumsum", "_weight_int8pack_mm", "_weight_int4pack_mm_cpu_tensor", "_fft_r2c", "_fft_c2c"):
+        assert states[f"aoti_torch_cpu_{op}"] == "implemented", op
     assert any(
         "aoti_torch_cpu_mkldnn_rnn_layer" in line and "[#if AT_MKLDNN_ENABLED()]" in line
         for line in lines[1:]

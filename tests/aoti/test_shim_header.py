@@ -68,6 +68,7 @@ def test_signatures_match_torch():
     base = os.path.join(inc, "torch", "csrc", "inductor", "aoti_torch")
     with open(os.path.join(base, "c", "shim.h")) as f:
         torch_decls = _decls(f.read(), "AOTI_TORCH_EXPORT")
+    # the CPU fallbacks: torchgen's generated header and the hand-written c/shim_cpu.h (int4 mm, oneDNN ops)
     for h in (os.path.join("generated", "c_shim_cpu.h"), os.path.join("c", "shim_cpu.h")):
         with open(os.path.join(base, h)) as f:
             torch_decls.update(_decls(f.read(), "AOTI_TORCH_EXPORT"))

@@ -18,7 +18,11 @@ print(json.dumps({c.id: c.skipped for c in cs}))
 
 
 def _cases(cwd, env_extra):
-    env = {k: v for k, v in os.environ.items() if k != "SLIMTENSOR_BENCH_AOTI_MODELS"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SLIMTENSOR_BENCH_AOTI_MODELS", "SLIMTENSOR_BENCH_AOTI_ZOO")
+    }
     env.update(env_extra)
     # -I: no current folder, no user site: only the installed package
     proc = subprocess.run(
@@ -36,6 +40,7 @@ def test_cases_outside_a_checkout_ship_their_harness_and_say_why_models_are_abse
     assert shim and all(cases[i] is None for i in shim if i != "aoti/shim_calls"), cases
     assert "SLIMTENSOR_BENCH_AOTI_MODELS" in cases["aoti/call"]
     assert cases["aoti/model_latency"]  # skipped with a reason (no torch here, or no models)
+    assert cases["aoti/zoo"]  # the architecture zoo's cases: skipped with a reason too
 
 
 def test_models_come_from_the_named_folder(tmp_path):

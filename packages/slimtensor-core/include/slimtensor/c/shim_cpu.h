@@ -140,6 +140,35 @@ SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu__embedding_bag_forward_only(
     int64_t padding_idx, AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2,
     AtenTensorHandle* ret3);
 
+/* Weight-only quantised matmuls (Notes [Weight-only int8 matmul], [int4 packed weights] in
+ * src/aoti/ops/weight_quant_mm.cpp): self (M, K) float32/float16/bfloat16; int8: (self @ mat2^T) * scales with
+ * mat2 int8 (N, K), scales (N); int4: w uint8 (N, K/2) as torch._convert_weight_to_int4pack_for_cpu packs it,
+ * qGroupSize a 1-element int64 tensor (32, 64, 128 or 256), qScaleAndZeros (ceil(K/group), N, 2). A new
+ * contiguous (M, N) result of self's dtype. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu__weight_int8pack_mm(AtenTensorHandle self, AtenTensorHandle mat2,
+                                                                   AtenTensorHandle scales, AtenTensorHandle* ret0);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu__weight_int4pack_mm_cpu_tensor(AtenTensorHandle X, AtenTensorHandle w,
+                                                                              AtenTensorHandle qGroupSize,
+                                                                              AtenTensorHandle qScaleAndZeros,
+                                                                              AtenTensorHandle* ret0);
+
+/* FFTs on pocketfft (Note [FFT fallbacks] in src/aoti/ops/fft_ops.cpp): r2c of float32/float64 over dim (the
+ * last listed dim halved when onesided), c2c of complex64/complex128 (forward or inverse); normalization 0 none,
+ * 1 1/sqrt(n), 2 1/n; the result laid out as torch's CPU FFT lays it out. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu__fft_r2c(AtenTensorHandle self, const int64_t* dim, int64_t dim_len_,
+                                                        int64_t normalization, int32_t onesided,
+                                                        AtenTensorHandle* ret0);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu__fft_c2c(AtenTensorHandle self, const int64_t* dim, int64_t dim_len_,
+                                                        int64_t normalization, int32_t forward, AtenTensorHandle* ret0);
+
+/* Complex tensors around the FFTs (Notes [Complex views], [mul_Tensor] in src/aoti/ops/complex_ops.cpp):
+ * view_as_real / view_as_complex share self's storage; mul_Tensor is self * other with broadcasting, torch's
+ * result_type (complex included) and TensorIterator's output layout. */
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_view_as_real(AtenTensorHandle self, AtenTensorHandle* ret0);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_view_as_complex(AtenTensorHandle self, AtenTensorHandle* ret0);
+SLIMTENSOR_C_API AOTITorchError aoti_torch_cpu_mul_Tensor(AtenTensorHandle self, AtenTensorHandle other,
+                                                          AtenTensorHandle* ret0);
+
 /* Threads of the BLAS behind the float32/float64 fallbacks (scipy-openblas32). slimtensor's
  * set_num_threads calls it; n < 1 means 1. */
 SLIMTENSOR_C_API void slimtensor_blas_set_num_threads(int32_t n);
