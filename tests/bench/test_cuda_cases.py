@@ -67,7 +67,9 @@ def test_without_a_gpu_the_cuda_cases_say_why():
     assert reason
     out = bench.run(filter=["cuda"], torch=False, progress=False)
     # the "cuda" filter also matches the CUDA AOTI model case (aoti/cuda_model), which says why on its own
-    assert [(c["id"], c["skipped"]) for c in out["cases"] if c["id"].startswith("cuda/")] == [("cuda/copies", reason)]
+    assert [(c["id"], c["skipped"]) for c in out["cases"] if c["id"].startswith("cuda/")] == [
+        ("cuda/copies", reason)
+    ]
     assert f"cuda/copies  skipped: {reason}" in _report.table(out)
 
 
