@@ -10,6 +10,11 @@ mkdir -p "$OUT"
 T0=$(date +%s)
 log() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$OUT/summary.txt"; }
 export PATH="$PATH:/usr/local/cuda/bin"
+# A $CXX without a shared libstdc++ (the GPU machine's /opt/gcc) is refused at configure time (Note [One C++
+# runtime per process]); take the system's compilers then.
+if [[ "$(${CXX:-c++} -print-file-name=libstdc++.so 2>/dev/null)" != /* ]] && [ -x /usr/bin/g++ ]; then
+  export CC=/usr/bin/gcc CXX=/usr/bin/g++ CUDAHOSTCXX=/usr/bin/g++
+fi
 command -v nvcc >/dev/null || { log "no nvcc on PATH or in /usr/local/cuda/bin"; exit 1; }
 PY=${PYTHON:-python3}
 export CMAKE_BUILD_PARALLEL_LEVEL=$(nproc)
