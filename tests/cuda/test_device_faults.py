@@ -156,7 +156,7 @@ REFUSAL_WORDS = {
     "from_blob-misaligned-float64": "not a multiple of 8 bytes",
     "view-misaligned-float16": "not a multiple of 2 bytes",
     "from_blob-freed": "from_blob",
-    "from_blob-null": "data is NULL",
+    "from_blob-null": "is NULL",
     "from_blob-numpy-memory": "not memory of cuda",
     "from_blob-pinned-memory": "pinned host memory",
     "negative-step": "step must be positive",
