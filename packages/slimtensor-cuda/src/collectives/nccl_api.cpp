@@ -2,7 +2,6 @@
 #include "collectives/nccl_api.h"
 
 #include <cstdlib>
-#include <mutex>
 
 #include "aoti_ops/nvidia_library.h"
 #include "slimtensor/c/collectives.h"
@@ -13,29 +12,21 @@ namespace {
 // pip's nvidia-nccl-cu13 puts libnccl.so.2 in site-packages/nvidia/nccl/lib.
 const aoti_ops::NvidiaLibrary kNccl = {"NCCL", "libnccl.so.2", "nvidia-nccl-cu13", "nccl/lib", nullptr};
 
-const char* const kNames[] = {"ncclGetVersion",    "ncclGetUniqueId",      "ncclCommInitRankConfig",
-                              "ncclAllReduce",     "ncclCommGetAsyncError", "ncclCommFinalize",
-                              "ncclCommDestroy",   "ncclCommAbort",         "ncclGetErrorString",
-                              "ncclGetLastError",  nullptr};
-static_assert(sizeof(Api) == (sizeof(kNames) / sizeof(kNames[0]) - 1) * sizeof(void*),
-              "one name per Api member, in order");
-
-std::mutex g_mutex;
-Api g_api;
-bool g_loaded = false;
+// One name per Api member, in order (Note [One function table per library]).
+const char* const kNames[] = {"ncclGetVersion",  "ncclGetUniqueId",       "ncclCommInitRankConfig",
+                              "ncclAllReduce",   "ncclCommGetAsyncError", "ncclCommFinalize",
+                              "ncclCommDestroy", "ncclCommAbort",         "ncclGetErrorString",
+                              "ncclGetLastError"};
+aoti_ops::NvidiaApi<Api> g_api(kNccl, kNames);
 
 }  // namespace
 
 const Api* api(const char* op) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_loaded) return &g_api;
-  // NVLink multicast (NVLS) can take a shared host's GPUs out of service: off unless the user chose.
-  setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0);
-  void* lib = aoti_ops::open_nvidia_library(op, kNccl);
-  if (lib == nullptr) return nullptr;
-  if (!aoti_ops::load_symbols(op, kNccl, lib, kNames, reinterpret_cast<void**>(&g_api))) return nullptr;
-  g_loaded = true;
-  return &g_api;
+  // NVLink multicast (NVLS) can take a shared host's GPUs out of service: off unless the user chose, set
+  // before NCCL is first opened (it reads the variable when a communicator is made).
+  static const bool nvls_off = (setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0), true);
+  (void)nvls_off;
+  return g_api.get(op);
 }
 
 int datatype(int32_t dtype) {
