@@ -28,7 +28,14 @@ def _full_weights() -> dict[str, torch.Tensor]:
     def w(rows: int, cols: int) -> torch.Tensor:
         return torch.randn(rows, cols, generator=g) / math.sqrt(rows)
 
-    return {"wq": w(D, D), "wk": w(D, D), "wv": w(D, D), "wo": w(D, D), "w1": w(D, HIDDEN), "w2": w(HIDDEN, D)}
+    return {
+        "wq": w(D, D),
+        "wk": w(D, D),
+        "wv": w(D, D),
+        "wo": w(D, D),
+        "w1": w(D, HIDDEN),
+        "w2": w(HIDDEN, D),
+    }
 
 
 def _reduced(t: torch.Tensor) -> torch.Tensor:

@@ -53,9 +53,12 @@ def main() -> None:
 
         dist.init_process_group("nccl", timeout=60)
         path = os.path.join(sys.argv[3], f"tp_block_{rank}of{world}.pt2")
-        x = st.asarray(np.load(os.path.join(sys.argv[3], f"tp_block_{rank}of{world}.npz"))["in0_0"]).to("cuda")
+        x = st.asarray(np.load(os.path.join(sys.argv[3], f"tp_block_{rank}of{world}.npz"))["in0_0"]).to(
+            "cuda"
+        )
         with aoti.load(path, device="cuda") as model:
-            (y,) = model(x)
+            outs = model(x)
+            y = outs[0] if isinstance(outs, (tuple, list)) else outs
             np.save(os.path.join(out, f"tp{rank}.npy"), y.cpu().numpy())
         dist.destroy_process_group()
     elif mode == "die":

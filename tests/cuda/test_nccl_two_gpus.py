@@ -66,7 +66,10 @@ def test_a_killed_rank_fails_the_other_within_its_timeout(tmp_path):
     from tests.cuda.nccl_rank import DIE_TIMEOUT_S
 
     r = _launch(RANK_SCRIPT, "die", str(tmp_path), grace=DIE_TIMEOUT_S + 60)
-    assert r.returncode == 3, (r.returncode, r.stderr[-4000:])  # the launcher reports the killed rank's status
+    assert r.returncode == 3, (
+        r.returncode,
+        r.stderr[-4000:],
+    )  # the launcher reports the killed rank's status
     assert "rank 1 exited with status 3" in r.stderr
     report = json.loads((tmp_path / "die0.json").read_text())
     assert report["error"] is not None, "rank 0 never saw an error"

@@ -13,10 +13,9 @@ namespace {
 const aoti_ops::NvidiaLibrary kNccl = {"NCCL", "libnccl.so.2", "nvidia-nccl-cu13", "nccl/lib", nullptr};
 
 // One name per Api member, in order (Note [One function table per library]).
-const char* const kNames[] = {"ncclGetVersion",  "ncclGetUniqueId",       "ncclCommInitRankConfig",
-                              "ncclAllReduce",   "ncclCommGetAsyncError", "ncclCommFinalize",
-                              "ncclCommDestroy", "ncclCommAbort",         "ncclGetErrorString",
-                              "ncclGetLastError"};
+const char* const kNames[] = {"ncclGetVersion",        "ncclGetUniqueId",  "ncclCommInitRankConfig", "ncclAllReduce",
+                              "ncclCommGetAsyncError", "ncclCommFinalize", "ncclCommDestroy",        "ncclCommAbort",
+                              "ncclGetErrorString",    "ncclGetLastError"};
 aoti_ops::NvidiaApi<Api> g_api(kNccl, kNames);
 
 }  // namespace
@@ -30,7 +29,7 @@ const Api* api(const char* op) {
 }
 
 int datatype(int32_t dtype) {
-  switch (dtype) {  // c10 ScalarType -> ncclDataType_t (slimtensor/tensor/scalar_type.h; nccl.h)
+  switch (dtype) {      // c10 ScalarType -> ncclDataType_t (slimtensor/tensor/scalar_type.h; nccl.h)
     case 1: return 0;   // Int8 -> ncclInt8
     case 0: return 1;   // UInt8 -> ncclUint8
     case 3: return 2;   // Int32 -> ncclInt32
@@ -46,7 +45,7 @@ int datatype(int32_t dtype) {
 }
 
 int reduce_op(int32_t op) {
-  switch (op) {  // ST_REDUCE_* (slimtensor/c/collectives.h) -> ncclRedOp_t
+  switch (op) {                        // ST_REDUCE_* (slimtensor/c/collectives.h) -> ncclRedOp_t
     case ST_REDUCE_SUM: return 0;      // ncclSum
     case ST_REDUCE_AVG: return 4;      // ncclAvg
     case ST_REDUCE_PRODUCT: return 1;  // ncclProd

@@ -79,9 +79,9 @@ class Communicator {
     const char* fn = "slimtensor_cuda_nccl_create";
     DeviceGuard guard(device_);
     if (guard.status() != cudaSuccess) return fail_cuda(fn, "cudaSetDevice", guard.status());
-    nccl::Config config{sizeof(nccl::Config),     nccl::kConfigMagic,       nccl::kConfigVersion,
-                        /*blocking=*/0,           nccl::kConfigUndefInt,    nccl::kConfigUndefInt,
-                        nccl::kConfigUndefInt,    nullptr};
+    nccl::Config config{
+        sizeof(nccl::Config), nccl::kConfigMagic,    nccl::kConfigVersion,
+        /*blocking=*/0,       nccl::kConfigUndefInt, nccl::kConfigUndefInt, nccl::kConfigUndefInt, nullptr};
     const Result r = api_->CommInitRankConfig(&comm_, size_, id, rank_, &config);
     if (r != nccl::kSuccess && r != nccl::kInProgress) {
       const std::string why = describe(r);
@@ -115,8 +115,7 @@ class Communicator {
           fn, dtype);
     }
     if (op == ST_REDUCE_AVG && !(type >= 6 && type <= 9)) {
-      return fail("%s(): avg needs a floating-point tensor (NCCL's integer average truncates); use sum and divide",
-                  fn);
+      return fail("%s(): avg needs a floating-point tensor (NCCL's integer average truncates); use sum and divide", fn);
     }
     if (device != device_) {
       return fail(
@@ -134,8 +133,7 @@ class Communicator {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       if (!failure_.empty()) return failed_already(fn);
-      const Result r =
-          api_->AllReduce(data, data, static_cast<size_t>(numel), type, red, comm_, stream);
+      const Result r = api_->AllReduce(data, data, static_cast<size_t>(numel), type, red, comm_, stream);
       std::string why;
       if (r != nccl::kSuccess && r != nccl::kInProgress) {
         why = describe(r);
@@ -213,9 +211,10 @@ class Communicator {
   }
 
   int failed_already(const char* fn) const {
-    return fail("%s(): group '%s' (rank %d of %d, cuda:%d) cannot be used: %s. Call "
-                "slimtensor.distributed.destroy_process_group() and start the job again",
-                fn, name_.c_str(), rank_, size_, device_, failure_.c_str());
+    return fail(
+        "%s(): group '%s' (rank %d of %d, cuda:%d) cannot be used: %s. Call "
+        "slimtensor.distributed.destroy_process_group() and start the job again",
+        fn, name_.c_str(), rank_, size_, device_, failure_.c_str());
   }
 
   // Polls ncclCommGetAsyncError until the communicator's pending call is complete; false with *why on an
@@ -340,8 +339,8 @@ class Communicator {
 
   std::mutex mutex_;  // guards comm_ against abort, failure_, inflight_, ready_, stopping_
   std::condition_variable wake_;
-  std::string failure_;                                           // set once, when aborted
-  std::deque<InFlight> inflight_;                                 // watched, oldest first
+  std::string failure_;                                         // set once, when aborted
+  std::deque<InFlight> inflight_;                               // watched, oldest first
   std::unordered_map<uintptr_t, std::vector<EventRef>> ready_;  // what wait(data) waits on
   bool stopping_ = false;
   std::thread watchdog_;
@@ -434,8 +433,8 @@ int32_t slimtensor_cuda_nccl_register(void* comm, const char* group_name) {
   const char* fn = "slimtensor_cuda_nccl_register";
   if (comm == nullptr || group_name == nullptr) return fail("%s(): comm and group_name must not be NULL", fn);
   namespace c = slimtensor_cuda::collectives;
-  st_collective_group table{sizeof(st_collective_group), comm, c::group_all_reduce, c::group_wait,
-                            c::group_last_error, c::group_release};
+  st_collective_group table{
+      sizeof(st_collective_group), comm, c::group_all_reduce, c::group_wait, c::group_last_error, c::group_release};
   as_comm(comm)->retain();  // the group's reference, dropped by group_release
   as_comm(comm)->set_name(group_name);
   if (slimtensor_register_collective_group(group_name, &table) != 0) {
