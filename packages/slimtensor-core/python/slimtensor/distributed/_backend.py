@@ -67,9 +67,8 @@ def _from_entry_points(name: str) -> BackendFactory | None:
 def backend_factory(name: str) -> BackendFactory:
     factory = _FACTORIES.get(name) or _from_entry_points(name)
     if factory is None:
-        known = ", ".join(
-            sorted(_FACTORIES | {ep.name: None for ep in metadata.entry_points(group=ENTRY_POINTS)})
-        )
+        found = {ep.name for ep in metadata.entry_points(group=ENTRY_POINTS)}
+        known = ", ".join(sorted(set(_FACTORIES) | found))
         hint = " ('nccl' comes with the CUDA plugin: pip install slimtensor-cuda)" if name == "nccl" else ""
         raise ValueError(
             f"init_process_group(): no collective backend {name!r} is registered here "
