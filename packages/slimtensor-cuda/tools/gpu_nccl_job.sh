@@ -25,10 +25,19 @@ python3 -c "from slimtensor_cuda import _nccl; print('NCCL', _nccl.version())" >
 log "$(tail -1 "$OUT/nccl_version.txt")"
 wait $COMPILE
 log "compile tp_block_0of1: $(grep -E '^(compiled|rc=)' "$OUT/compile.log" | tr '\n' ' ')"
-timeout 45 python3 -m pytest tests/cuda/test_nccl.py tests/cuda/aoti/test_nccl_tensor_parallel.py \
-  tests/cuda/test_nccl_two_gpus.py -q -rsfE -p no:cacheprovider --junitxml="$OUT/pytest_nccl.xml" >"$OUT/pytest_nccl.log" 2>&1
+# -v and faulthandler: a hang shows which test and where (the stacks) before the timeout stops it.
+PT="-v -rsfE -p no:cacheprovider -o faulthandler_timeout=20"
+timeout 35 python3 -m pytest tests/cuda/test_nccl.py tests/cuda/test_nccl_two_gpus.py $PT \
+  --junitxml="$OUT/pytest_nccl.xml" >"$OUT/pytest_nccl.log" 2>&1
 log "pytest nccl: rc=$? $(tail -1 "$OUT/pytest_nccl.log")"
-grep -E '^(FAILED|ERROR|SKIPPED)' "$OUT/pytest_nccl.log" | head -20 | tee -a "$OUT/summary.txt"
+grep -E '(FAILED|ERROR|SKIPPED)' "$OUT/pytest_nccl.log" | cut -c1-300 | head -20 | tee -a "$OUT/summary.txt"
+if [ -f "$SLIMTENSOR_CUDA_AOTI_MODELS/tp_block_0of1.pt2" ]; then
+  timeout 30 python3 -m pytest tests/cuda/aoti/test_nccl_tensor_parallel.py $PT >"$OUT/pytest_nccl_tp.log" 2>&1
+  log "pytest nccl tp block: rc=$? $(tail -1 "$OUT/pytest_nccl_tp.log")"
+  grep -E '(FAILED|ERROR|SKIPPED|Error)' "$OUT/pytest_nccl_tp.log" | cut -c1-300 | head -10 | tee -a "$OUT/summary.txt"
+else
+  log "tp_block_0of1 did not compile: $(tail -5 "$OUT/compile.log" | tr '\n' ' ' | cut -c1-600)"
+fi
 timeout 25 python3 -m slimtensor.distributed.run --nproc 1 packages/slimtensor-cuda/bench/nccl_allreduce.py \
   --out "$OUT/nccl_allreduce_ws1.json" --iters 10 >"$OUT/bench_nccl.log" 2>&1
 log "bench (world size 1): rc=$? $(python3 -c "import json; r = json.load(open('$OUT/nccl_allreduce_ws1.json')); print('algbw slimtensor %.0f GB/s, torch %.0f GB/s, ratio %.3f' % (r['slimtensor']['algbw_gbps'], r['torch']['algbw_gbps'], r['ratio']))" 2>&1 | tail -1)"
