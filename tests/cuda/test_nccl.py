@@ -240,6 +240,7 @@ def test_world_size_1_int_and_async_on_a_side_stream(nccl_world):
 
     s = stc.Stream()
     t = _cuda(np.arange(1000, dtype=np.int64) * 3)
+    stc.synchronize()  # the copy to the GPU ran on the default stream; s does not wait for it by itself
     with stc.stream(s):
         nccl_world.all_reduce(t, "sum", async_op=True)
         nccl_world.wait_tensor(t)
