@@ -237,3 +237,41 @@ def test_a_world_of_one_in_process(tmp_path) -> None:
     finally:
         dist.destroy_process_group()
     assert not dist.is_initialized()
+
+
+def test_a_backend_with_register_group_registers_its_own_table(tmp_path) -> None:
+    """Note [Collective backends]: a backend that has register_group(name) is asked to register itself (the
+    NCCL backend registers its C table); the core does not wrap it."""
+    from slimtensor import _C
+
+    calls = []
+
+    class Native:
+        def __init__(self, store, group_name, rank, size, timeout):
+            pass
+
+        def register_group(self, name):
+            calls.append(name)
+            _C._register_collective_group(name, self)  # what a C backend does through its own library
+
+        def all_reduce(self, tensor, op):
+            pass
+
+        def wait(self, tensor):
+            pass
+
+        def close(self):
+            calls.append("closed")
+
+    dist.register_backend("native-test", Native)
+    dist.init_process_group("native-test", rank=0, world_size=1, init_method=f"file://{tmp_path}")
+    try:
+        assert calls == ["0"] and _C._collective_counts() == (1, 0)
+    finally:
+        dist.destroy_process_group()
+    assert calls == ["0", "closed"] and _C._collective_counts() == (0, 0)
+
+
+def test_an_unknown_backend_lists_the_known_ones() -> None:
+    with pytest.raises(ValueError, match=r"no collective backend 'nope' is registered here \(registered: "):
+        dist.init_process_group("nope", rank=0, world_size=1, init_method="file:///nonexistent")

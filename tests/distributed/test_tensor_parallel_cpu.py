@@ -72,3 +72,40 @@ def test_a_model_run_without_its_group_is_a_clear_error(tp_model) -> None:
     with aoti.load(tp_model) as model, pytest.raises(RuntimeError, match=r"no process group named '0'"):
         model.run_numpy(np.ones((3, 8), np.float32))
     assert aoti.live_handles() == 0
+
+
+@pytest.fixture(scope="module")
+def tp_blocks() -> str:
+    if not have_torch():
+        pytest.skip(
+            f"needs torch=={TORCH_VERSION} (pip install -r requirements/test.txt) to compile the models"
+        )
+    return compile_models(["tp_block_0of1", "tp_block_0of2", "tp_block_1of2"], zoo="tensor_parallel_zoo")
+
+
+def test_tensor_parallel_block_on_two_ranks_equals_the_unsharded_block(tp_blocks, tmp_path) -> None:
+    """tests/aoti/tensor_parallel_zoo.py: attention heads and MLP sharded over 2 ranks, two all_reduce calls; each
+    rank's output equals the unsharded block's (torch eager, recorded when tp_block_0of1 was compiled). The
+    same test on 2 GPUs with NCCL is tests/cuda/test_nccl_two_gpus.py."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "slimtensor.distributed.run",
+            "--nproc",
+            "2",
+            "--grace",
+            "20",
+            os.path.join(HERE, "tp_rank.py"),
+            os.path.join(tp_blocks, "tp_block_{rank}of{world}.pt2"),
+            str(tmp_path),
+            os.path.join(tp_blocks, "tp_block_{rank}of{world}.npz"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    reference = np.load(os.path.join(tp_blocks, "tp_block_0of1.npz"))["out0_0"]
+    for r in range(2):
+        np.testing.assert_allclose(np.load(tmp_path / f"y{r}.npy"), reference, rtol=1e-4, atol=1e-5)

@@ -1,5 +1,6 @@
-"""One rank of the CPU tensor-parallel test: runs the compiled tp_row_linear model on slimtensor with the
-host stand-in backend as group "0". Usage: tp_rank.py MODEL.pt2 RESULT_FOLDER."""
+"""One rank of the CPU tensor-parallel tests: runs a compiled model on slimtensor with the host stand-in backend
+as group "0". Usage: tp_rank.py MODEL.pt2 RESULT_FOLDER [INPUTS.npz]. "{rank}" and "{world}" in MODEL.pt2 and
+INPUTS.npz name each rank's files; without INPUTS.npz the input is tp_row_linear's, derived from the rank."""
 
 from __future__ import annotations
 
@@ -15,11 +16,14 @@ from slimtensor import _C, aoti  # noqa: E402
 
 
 def main() -> None:
-    model_path, folder = sys.argv[1:3]
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    model_path, folder = (a.format(rank=rank, world=world) for a in sys.argv[1:3])
     host_backend.register()
-    rank = int(os.environ["RANK"])
     dist.init_process_group("host", timeout=60)
-    x = (np.arange(24, dtype=np.float32).reshape(3, 8) + 10 * rank) / 16
+    if len(sys.argv) > 3:
+        x = np.load(sys.argv[3].format(rank=rank, world=world))["in0_0"]
+    else:
+        x = (np.arange(24, dtype=np.float32).reshape(3, 8) + 10 * rank) / 16
     with aoti.load(model_path) as model:
         (y,) = model.run_numpy(x)
     counts = _C._collective_counts()

@@ -22,7 +22,12 @@ import pytest
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 COMPILER = REPO / "tests" / "aoti" / "compile_models.py"
-ZOO = {"gpt2": "hf_model_zoo", "llama": "hf_model_zoo", "to_host": "cuda_model_zoo"}
+ZOO = {
+    "gpt2": "hf_model_zoo",
+    "llama": "hf_model_zoo",
+    "to_host": "cuda_model_zoo",
+    **{f"tp_block_{r}of{n}": "tensor_parallel_zoo" for n in (1, 2) for r in range(n)},
+}
 # Every model these tests use, the most used first (they start compiling in that order).
 ALL_MODELS = [
     "pointwise",
@@ -42,6 +47,7 @@ ALL_MODELS = [
     "bf16",
     "gpt2",
     "llama",
+    "tp_block_0of1",  # the NCCL test with world size 1 (test_nccl_tensor_parallel.py)
 ]
 COMPILE_TIMEOUT_S = 400
 

@@ -24,33 +24,21 @@ const char* const kNames[] = {"cublasLtCreate",
                               "cublasLtMatmulPreferenceDestroy",
                               "cublasLtMatmulPreferenceSetAttribute",
                               "cublasLtMatmulAlgoGetHeuristic",
-                              "cublasLtMatmul",
-                              nullptr};
-static_assert(sizeof(Api) == (sizeof(kNames) / sizeof(kNames[0]) - 1) * sizeof(void*),
-              "one name per Api member, in order");
+                              "cublasLtMatmul"};
 
-std::mutex g_mutex;
-Api g_api;
-bool g_loaded = false;
+NvidiaApi<Api> g_api(kCublasLt, kNames);  // Note [One function table per library]
+std::mutex g_handles_mutex;
 Handle g_handles[kMaxDevices] = {};
 
 }  // namespace
 
-const Api* api(const char* op) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_loaded) return &g_api;
-  void* lib = open_nvidia_library(op, kCublasLt);
-  if (lib == nullptr) return nullptr;
-  if (!load_symbols(op, kCublasLt, lib, kNames, reinterpret_cast<void**>(&g_api))) return nullptr;
-  g_loaded = true;
-  return &g_api;
-}
+const Api* api(const char* op) { return g_api.get(op); }
 
 int handle(const char* op, int device, Handle* out) {
   const Api* a = api(op);
   if (a == nullptr) return 1;
   if (device < 0 || device >= kMaxDevices) return fail("%s(): device index %d is out of range", op, device);
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_handles_mutex);
   if (g_handles[device] == nullptr) {
     const Status st = a->Create(&g_handles[device]);
     if (st != 0) return fail("%s(): cublasLtCreate failed: %s", op, a->GetStatusString(st));

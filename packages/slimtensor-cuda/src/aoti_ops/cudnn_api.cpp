@@ -35,27 +35,15 @@ const char* const kNames[] = {"cudnnCreate",
                               "cudnnGetConvolutionBackwardDataAlgorithm_v7",
                               "cudnnGetConvolutionBackwardDataWorkspaceSize",
                               "cudnnConvolutionBackwardData",
-                              "cudnnAddTensor",
-                              nullptr};
-static_assert(sizeof(Api) == (sizeof(kNames) / sizeof(kNames[0]) - 1) * sizeof(void*),
-              "one name per Api member, in order");
+                              "cudnnAddTensor"};
 
-std::mutex g_mutex;
-Api g_api;
-bool g_loaded = false;
+NvidiaApi<Api> g_api(kCudnn, kNames);  // Note [One function table per library]
+std::mutex g_handles_mutex;
 Handle g_handles[kMaxDevices] = {};
 
 }  // namespace
 
-const Api* api(const char* op) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_loaded) return &g_api;
-  void* lib = open_nvidia_library(op, kCudnn);
-  if (lib == nullptr) return nullptr;
-  if (!load_symbols(op, kCudnn, lib, kNames, reinterpret_cast<void**>(&g_api))) return nullptr;
-  g_loaded = true;
-  return &g_api;
-}
+const Api* api(const char* op) { return g_api.get(op); }
 
 int handle(const char* op, int device, cudaStream_t stream, Handle* out) {
   const Api* a = api(op);
@@ -63,7 +51,7 @@ int handle(const char* op, int device, cudaStream_t stream, Handle* out) {
   if (device < 0 || device >= kMaxDevices) return fail("%s(): device index %d is out of range", op, device);
   // One handle per device shared by threads: cudnnSetStream + the call are not atomic, so calls are serialised
   // by the caller holding conv_mutex() (convolution_op.cpp).
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_handles_mutex);
   if (g_handles[device] == nullptr) {
     const Status st = a->Create(&g_handles[device]);
     if (st != 0) return fail("%s(): cudnnCreate failed: %s", op, a->GetErrorString(st));

@@ -6,7 +6,6 @@
 
 #include <cstdlib>
 #include <map>
-#include <mutex>
 #include <vector>
 
 #include "device/error.h"
@@ -98,15 +97,20 @@ void* open_nvidia_library(const char* op, const NvidiaLibrary& lib) {
   return it->second.handle;
 }
 
-bool load_symbols(const char* op, const NvidiaLibrary& lib, void* handle, const char* const* names, void** out) {
-  for (int i = 0; names[i] != nullptr; ++i) {
-    out[i] = dlsym(handle, names[i]);
-    if (out[i] == nullptr) {
-      fail("%s(): %s (%s) has no function %s; it is too old or not NVIDIA's: pip install -U %s", op, lib.what,
-           lib.soname, names[i], lib.pip_package);
+bool FunctionTable::resolve(const char* op) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (resolved_) return true;
+  void* handle = open_nvidia_library(op, lib_);
+  if (handle == nullptr) return false;
+  for (size_t i = 0; i < count_; ++i) {
+    slots_[i] = dlsym(handle, names_[i]);
+    if (slots_[i] == nullptr) {
+      fail("%s(): %s (%s) has no function %s; it is too old or not NVIDIA's: pip install -U %s", op, lib_.what,
+           lib_.soname, names_[i], lib_.pip_package);
       return false;
     }
   }
+  resolved_ = true;
   return true;
 }
 

@@ -15,6 +15,8 @@
 // notice. A library that opens but lacks a function we call is reported with its path and the function.
 #pragma once
 
+#include <cstddef>
+#include <mutex>
 #include <string>
 
 namespace slimtensor_cuda::aoti_ops {
@@ -32,9 +34,49 @@ struct NvidiaLibrary {
 // The dlopen handle of `lib` (opened once per process), or null with the plugin's last error set to a
 // message that names `op`, the library and the pip package.
 void* open_nvidia_library(const char* op, const NvidiaLibrary& lib);
-// Every symbol of `names` (null-terminated) looked up in `handle` into `out`; false with the error set when
-// one is missing.
-bool load_symbols(const char* op, const NvidiaLibrary& lib, void* handle, const char* const* names, void** out);
+
+// Note [One function table per library]
+// The functions we call from a library are one struct of function pointers (its `Api`, declared in
+// <library>_api.h) and one array of their names in the same order. NvidiaApi<Api> owns both halves of the
+// lazy load: the first get() opens the library and resolves every name into the struct under a mutex; a
+// failure sets the last error and is tried again on the next call (the library may have been installed
+// since); after the first success get() returns the same struct. Written once here, used by every library.
+class FunctionTable {
+ public:
+  // `slots` receives `count` pointers, the i-th looked up by `names[i]`.
+  FunctionTable(const NvidiaLibrary& lib, const char* const* names, size_t count, void** slots)
+      : lib_(lib), names_(names), count_(count), slots_(slots) {}
+  // True once every name is resolved; false with the last error naming `op` (library missing, or a function).
+  bool resolve(const char* op);
+
+ private:
+  const NvidiaLibrary lib_;
+  const char* const* names_;
+  const size_t count_;
+  void** const slots_;
+  std::mutex mutex_;
+  bool resolved_ = false;
+};
+
+template <typename Api>
+class NvidiaApi {
+ public:
+  template <size_t N>
+  NvidiaApi(const NvidiaLibrary& lib, const char* const (&names)[N])
+      : table_(lib, names, N, reinterpret_cast<void**>(&api_)) {
+    static_assert(sizeof(Api) == N * sizeof(void*), "one name per Api member, in order");
+  }
+  NvidiaApi(const NvidiaApi&) = delete;
+  NvidiaApi& operator=(const NvidiaApi&) = delete;
+
+  // The library's functions, opened and resolved once; null with the plugin's last error naming `op`, the
+  // library and its pip package.
+  const Api* get(const char* op) { return table_.resolve(op) ? &api_ : nullptr; }
+
+ private:
+  Api api_{};
+  FunctionTable table_;
+};
 
 // Where each folder of the search came from, for messages and `slimtensor_cuda` diagnostics.
 std::string nvidia_search_path(const NvidiaLibrary& lib);

@@ -140,34 +140,34 @@ void t_free_v2(void*, int32_t index, void* handle, uint64_t, void* stream) {
   if (!a->free(handle, resolve_stream(index, stream), &error)) fail("slimtensor_cuda free_v2(): %s", error.c_str());
 }
 
-int t_copy_from_host(void*, st_memory_ref dst, const void* host, uint64_t nbytes, void* stream, uint32_t flags) {
+// One host<->device copy of `nbytes` between `host` and the device memory `device_side` (the "dst" of
+// copy_from_host, the "src" of copy_to_host), stream-ordered, then synchronised unless ST_COPY_NON_BLOCKING.
+int copy_with_host(const char* fn, cudaMemcpyKind kind, st_memory_ref device_side, const void* host, uint64_t nbytes,
+                   void* stream, uint32_t flags) {
   if (nbytes == 0) return 0;
-  if (host == nullptr) return fail("slimtensor_cuda copy_from_host(): the host address is NULL");
-  if (check_device("copy_from_host", dst.device_index)) return 1;
+  if (host == nullptr) return fail("slimtensor_cuda %s(): the host address is NULL", fn);
+  const bool to_device = kind == cudaMemcpyHostToDevice;
+  if (check_device(fn, device_side.device_index)) return 1;
   char* d = nullptr;
-  if (address_of("copy_from_host", "dst", dst, &d)) return 1;
-  DeviceGuard g(dst.device_index);
-  ST_CUDA_TRY("copy_from_host", "cudaSetDevice", g.status());
-  const cudaStream_t s = resolve_stream(dst.device_index, stream);
-  ST_CUDA_TRY("copy_from_host", "cudaMemcpyAsync (host to device)",
-              cudaMemcpyAsync(d, host, nbytes, cudaMemcpyHostToDevice, s));
-  if (!(flags & ST_COPY_NON_BLOCKING)) ST_CUDA_TRY("copy_from_host", "cudaStreamSynchronize", cudaStreamSynchronize(s));
+  if (address_of(fn, to_device ? "dst" : "src", device_side, &d)) return 1;
+  DeviceGuard g(device_side.device_index);
+  ST_CUDA_TRY(fn, "cudaSetDevice", g.status());
+  const cudaStream_t s = resolve_stream(device_side.device_index, stream);
+  if (to_device) {
+    ST_CUDA_TRY(fn, "cudaMemcpyAsync (host to device)", cudaMemcpyAsync(d, host, nbytes, kind, s));
+  } else {  // copy_to_host's host buffer is its writable destination
+    ST_CUDA_TRY(fn, "cudaMemcpyAsync (device to host)", cudaMemcpyAsync(const_cast<void*>(host), d, nbytes, kind, s));
+  }
+  if (!(flags & ST_COPY_NON_BLOCKING)) ST_CUDA_TRY(fn, "cudaStreamSynchronize", cudaStreamSynchronize(s));
   return 0;
 }
 
+int t_copy_from_host(void*, st_memory_ref dst, const void* host, uint64_t nbytes, void* stream, uint32_t flags) {
+  return copy_with_host("copy_from_host", cudaMemcpyHostToDevice, dst, host, nbytes, stream, flags);
+}
+
 int t_copy_to_host(void*, void* host, st_memory_ref src, uint64_t nbytes, void* stream, uint32_t flags) {
-  if (nbytes == 0) return 0;
-  if (host == nullptr) return fail("slimtensor_cuda copy_to_host(): the host address is NULL");
-  if (check_device("copy_to_host", src.device_index)) return 1;
-  char* s_ptr = nullptr;
-  if (address_of("copy_to_host", "src", src, &s_ptr)) return 1;
-  DeviceGuard g(src.device_index);
-  ST_CUDA_TRY("copy_to_host", "cudaSetDevice", g.status());
-  const cudaStream_t s = resolve_stream(src.device_index, stream);
-  ST_CUDA_TRY("copy_to_host", "cudaMemcpyAsync (device to host)",
-              cudaMemcpyAsync(host, s_ptr, nbytes, cudaMemcpyDeviceToHost, s));
-  if (!(flags & ST_COPY_NON_BLOCKING)) ST_CUDA_TRY("copy_to_host", "cudaStreamSynchronize", cudaStreamSynchronize(s));
-  return 0;
+  return copy_with_host("copy_to_host", cudaMemcpyDeviceToHost, src, host, nbytes, stream, flags);
 }
 
 int t_copy_on_device(void*, st_memory_ref dst, st_memory_ref src, uint64_t nbytes, void* stream) {

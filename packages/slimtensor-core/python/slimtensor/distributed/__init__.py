@@ -98,8 +98,17 @@ def init_process_group(
             raise
         WORLD.store, WORLD.global_rank, WORLD.world_size, WORLD.factory = store, rank, world_size, factory
         WORLD.default = WORLD.add(group)
-        _C._register_collective_group(name, group.backend)  # compiled models find it by name
+        _register_group(name, group.backend)  # compiled models find it by name
         return group
+
+
+def _register_group(name: str, backend: Any) -> None:
+    """Makes the group reachable by name from compiled models' c10d shims (Note [Collective backends])."""
+    native = getattr(backend, "register_group", None)
+    if native is not None:
+        native(name)
+    else:
+        _C._register_collective_group(name, backend)
 
 
 def _require_world(function: str) -> None:
@@ -137,7 +146,7 @@ def new_group(
     made = factory(WORLD.store, name, members.index(WORLD.global_rank), len(members), limit)
     with WORLD.lock:
         group = WORLD.add(ProcessGroup(name, members, members.index(WORLD.global_rank), made))
-    _C._register_collective_group(name, made)
+    _register_group(name, made)
     return group
 
 
