@@ -21,6 +21,7 @@ import importlib
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -141,8 +142,17 @@ def model_shaped_library(tmp_path):
     def build(name: str, device_shim: str | None = None) -> str:
         out = str(tmp_path / f"{name}.so")
         defines = [f"-DDEVICE_SHIM={device_shim}"] if device_shim else []
+        # on macOS linked as torch links models (cpp_builder: -undefined dynamic_lookup), with header room as
+        # ld64 leaves it for the load commands the loader adds (Note [Binding a Mach-O model])
+        macos = (
+            ["-undefined", "dynamic_lookup", "-Wl,-headerpad_max_install_names"]
+            if sys.platform == "darwin"
+            else []
+        )
         r = subprocess.run(
-            [cc, "-shared", "-fPIC", "-O1", *defines, str(source), "-o", out], capture_output=True, text=True
+            [cc, "-shared", "-fPIC", "-O1", *defines, *macos, str(source), "-o", out],
+            capture_output=True,
+            text=True,
         )
         assert r.returncode == 0, r.stderr
         return out

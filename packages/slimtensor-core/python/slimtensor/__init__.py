@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 import os as _os
+import sys as _sys
 from typing import TYPE_CHECKING
+
+if _sys.platform == "darwin":  # Note [Out of the flat namespace] in aoti/_macho.py: before _C loads the core
+    import ctypes as _ctypes
+    import importlib.util as _importlib_util
+
+    _spec = _importlib_util.find_spec(f"{__name__}._C")
+    _core = _os.path.join(_os.path.dirname(_spec.origin or ""), "lib", "libslimtensor.dylib") if _spec else ""
+    _HIDDEN_CORE = _ctypes.CDLL(_core, mode=_os.RTLD_LOCAL | _os.RTLD_NOW) if _os.path.isfile(_core) else None
 
 from . import _C, _dtypes, _plugins
 from ._C import (

@@ -6,7 +6,20 @@ so slimtensor keeps working and `st.devices()` says why "mps" cannot be used.
 
 from __future__ import annotations
 
-from . import _metal
+import os
+import sys
+
+if sys.platform == "darwin":
+    # Note [Out of the flat namespace] (slimtensor/aoti/_macho.py): Python opens extensions without RTLD_LOCAL,
+    # which on macOS puts their exports (here the aoti_torch_mps_* shims) in the flat namespace.
+    _flags = sys.getdlopenflags()
+    sys.setdlopenflags(_flags | os.RTLD_LOCAL)
+    try:
+        from . import _metal
+    finally:
+        sys.setdlopenflags(_flags)
+else:
+    from . import _metal
 
 __all__ = ["DEVICE_NAME", "empty_cache", "memory_stats", "register", "synchronize", "unavailable_reason"]
 

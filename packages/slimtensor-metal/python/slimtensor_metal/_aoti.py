@@ -3,17 +3,24 @@
 slimtensor/aoti/_device_support.py and docs/plugins.md, section 5a).
 
 Note [Binding an MPS model]
-An MPS model .so needs the core's shims (aoti_torch_*) and the MPS shims and op fallbacks
-(aoti_torch_mps_malloc, ..._create_shader_library, ..._mm_out), which live in this package's extension module
-``_metal`` next to the plugin whose state (buffer registry, command queues) they use. ``_metal`` does not
-link libslimtensor (a plugin reaches the core only through the core table), so it cannot be the one library
-the model's DT_NEEDED names and that brings the core with it. Instead this module writes, once per process,
-``libslimtensor_metal_aoti.so``: a library that defines nothing and whose DT_NEEDED entries are
-libslimtensor's soname and ``_metal``'s path (Note [A library of DT_NEEDED entries] in slimtensor/aoti/_elf.py),
-loads it RTLD_LOCAL and reports its soname. The loader gives the model its one DT_NEEDED on that soname and
-opens it RTLD_LOCAL | RTLD_DEEPBIND: the model searches itself, the written library's dependencies (the core,
-then ``_metal``, both the copies already loaded), then the global scope. Nothing goes into the global scope.
-ELF (Linux) only, as the core's loader: on macOS a Mach-O binding is not written yet, and this says so.
+An MPS model needs the core's shims (aoti_torch_*) and the MPS shims and op fallbacks (aoti_torch_mps_malloc,
+..._create_shader_library, ..._mm_out), which live in this package's extension module ``_metal`` next to the
+plugin whose state (buffer registry, command queues) they use. ``_metal`` does not link libslimtensor (a
+plugin reaches the core only through the core table), so it cannot by itself bring the core to the model.
+  - Linux (ELF): this module writes, once per process, ``libslimtensor_metal_aoti.so``: a library that defines
+    nothing and whose DT_NEEDED entries are libslimtensor's soname and ``_metal``'s path (Note [A library of
+    DT_NEEDED entries] in slimtensor/aoti/_elf.py), loads it RTLD_LOCAL and reports its soname. The loader
+    gives the model its one DT_NEEDED on that soname and opens it RTLD_LOCAL | RTLD_DEEPBIND: the model
+    searches itself, the written library's dependencies (the core, then ``_metal``, both the copies already
+    loaded), then the global scope.
+  - macOS (Mach-O): nothing is written. ``soname`` is None and ``shim_library`` is ``_metal``'s real path; the
+    loader adds an LC_LOAD_DYLIB on the core and one on ``_metal`` to the model and binds each of its
+    flat-lookup shims two-level to whichever of the two exports it (Note [Binding a Mach-O model] in
+    slimtensor/aoti/_macho.py). ``_metal`` is an MH_BUNDLE, which dyld refuses to load as a dependent, but
+    it never has to: it is loaded (imported by this module) before any model, and dyld matches a dependent to
+    a loaded image by path, or inode and mtime, before it looks at the file type. ``_metal`` was imported
+    RTLD_LOCAL (Note [Out of the flat namespace]), so its shims reach the model and no flat lookup.
+Nothing goes into the global scope, on either system.
 """
 
 from __future__ import annotations
@@ -47,20 +54,27 @@ class MpsAOTISupport:
     """The MPS half of an AOTI model: the shim library the model binds to, device indices, errors."""
 
     device_type = "mps"
-    soname = SHIM_SONAME
+    soname: str | None = SHIM_SONAME  # None on macOS (Note [Binding an MPS model])
     graphs = None  # Metal has no graph capture here
 
     def __init__(self) -> None:
+        from slimtensor.aoti import _lib
+
+        _lib.lib()  # libslimtensor is loaded, so the model's dependency on it binds that copy
+        if sys.platform == "darwin":
+            # the real path: dyld records a loaded image under its real path, and matches dependents to it
+            self.shim_library = os.path.realpath(_metal.__file__)
+            self.soname = None  # the loader binds the model to the core and shim_library directly
+            return
+        self.shim_library = os.path.abspath(_metal.__file__)
         if not sys.platform.startswith("linux"):
             raise RuntimeError(
-                "binding an MPS model to the Metal plugin's shims is written for ELF (Linux) only; on "
-                f"{sys.platform} (Mach-O) it is not written yet (Note [Binding an MPS model])"
+                "binding an MPS model to the Metal plugin's shims is written for ELF (Linux) and Mach-O (macOS), "
+                f"not for {sys.platform} (Note [Binding an MPS model])"
             )
-        from slimtensor.aoti import _elf, _lib
+        from slimtensor.aoti import _elf
 
-        _lib.lib()  # libslimtensor is loaded, so the written library's DT_NEEDED on its soname binds that copy
         core = _lib.library_path()
-        self.shim_library = os.path.abspath(_metal.__file__)
         folder = tempfile.mkdtemp(prefix="slimtensor-metal-aoti-")
         try:
             path = os.path.join(folder, SHIM_SONAME)

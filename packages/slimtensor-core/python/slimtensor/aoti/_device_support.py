@@ -6,8 +6,11 @@ through an entry point of group ``slimtensor.aoti`` named after the device type 
 "slimtensor_cuda._aoti:support"``), whose callable returns an object with:
   ``device_type`` (str) and ``soname`` (str): the shim library the model is given its one DT_NEEDED entry on
       instead of libslimtensor; that library is loaded (RTLD_LOCAL) by the time the object exists, and its
-      own dependencies must bring libslimtensor and whatever runtime the model's code calls;
-  ``shim_library`` (str): its path, to check the model's aoti_torch_* names against what it defines;
+      own dependencies must bring libslimtensor and whatever runtime the model's code calls (ELF; on macOS
+      ``soname`` is None and unused);
+  ``shim_library`` (str): its path, to check the model's aoti_torch_* names against what it defines; on macOS
+      the loaded image (dylib or bundle, by its real path) that the model's flat-lookup shims it exports are
+      bound to, next to libslimtensor (Note [Binding a Mach-O model] in _macho.py);
   ``device_index(device) -> int``: the index a "cuda" or "cuda:N" string means, or a clear error;
   ``check_model(so_path, metadata, index, source)``: raises if the model cannot run on that device (a GPU
       architecture it was not built for), naming what it needs;

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import sys
 from ctypes import c_char_p, c_int32, c_void_p
 
 from . import _cdecl
@@ -41,6 +42,12 @@ def library_path() -> str:
         pass
     candidates.append(os.path.join(here, "lib"))
     for d in candidates:
+        if sys.platform == "darwin":  # one file, libslimtensor.dylib (no versioned names: CMakeLists.txt)
+            found = sorted(glob.glob(os.path.join(d, "libslimtensor*.dylib")), key=len)
+            if found:
+                _PATH = found[0]
+                return _PATH
+            continue
         found = sorted(glob.glob(os.path.join(d, "libslimtensor.so*")), key=len)
         if found:
             # Wheels hold copies, not symlinks: libslimtensor.so, .so.0 and .so.0.1.0 are different files.

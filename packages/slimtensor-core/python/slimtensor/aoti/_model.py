@@ -1,12 +1,18 @@
 """AOTIModel: a loaded AOTInductor model .so running on slimtensor's shims (st.aoti.load returns one).
 
 Note [Binding the model to slimtensor]
-The model's ``aoti_torch_*`` calls are undefined symbols. We copy the model into a private directory, give
-the copy a ``DT_NEEDED`` on libslimtensor's soname (``_elf.add_needed``) and open it
-``RTLD_LOCAL | RTLD_DEEPBIND``: the model then looks symbols up in itself and its own dependencies first,
-where libslimtensor (already loaded, found by soname) provides them, and only then in the global scope. So
-a libtorch in the process (imported before or after) keeps its own shims, and a stock torch AOTI model
-still binds to libtorch. libslimtensor itself is never put in the global scope.
+The model's ``aoti_torch_*`` calls are undefined symbols. We copy the model into a private directory and bind
+the copy to slimtensor before opening it:
+  - Linux (ELF): the copy gets a ``DT_NEEDED`` on libslimtensor's soname (``_elf.add_needed``) and is opened
+    ``RTLD_LOCAL | RTLD_DEEPBIND``: the model then looks symbols up in itself and its own dependencies first,
+    where libslimtensor (already loaded, found by soname) provides them, and only then in the global scope;
+  - macOS (Mach-O): torch links models with ``-undefined dynamic_lookup``, so the shims are flat-namespace
+    imports; the copy gets an ``LC_LOAD_DYLIB`` on libslimtensor's path (and on the device plugin's shim image)
+    and each of those imports becomes a two-level import of the image that defines it
+    (``_macho.bind_flat_imports``, Note [Binding a Mach-O model] there); it is opened ``RTLD_LOCAL``.
+So a libtorch in the process (imported before or after) keeps its own shims, and a stock torch AOTI model
+still binds to libtorch. libslimtensor itself is never put in the global scope (on macOS: Note [Out of the
+flat namespace] in _macho.py).
 
 Note [Model capture]
 ``capture(*example_inputs)`` records one run into a CUDA graph (any device whose plugin offers ``graphs``,
@@ -35,7 +41,7 @@ import tempfile
 import threading
 from ctypes import POINTER, c_char_p, c_int32, c_size_t, c_uint8, c_void_p
 
-from . import _device_support, _elf, _lib, _package, _runtime
+from . import _device_support, _elf, _lib, _macho, _package, _runtime
 
 _TORCH_ABI = "2.13"
 
@@ -57,6 +63,35 @@ def _check_inputs_env() -> None:
     # The model reads AOTI_RUNTIME_CHECK_INPUTS once, at its first run: with it, it checks the dtype, sizes,
     # strides and device of every input and says which one is wrong instead of reading out of bounds.
     os.environ.setdefault("AOTI_RUNTIME_CHECK_INPUTS", "1")
+
+
+def bind_macho_model(so_path: str, source: str, providers: list[tuple[str, set[str]]]) -> dict[str, str]:
+    """The Mach-O binding step of ``st.aoti.load`` (all but the dlopen): binds the model's flat-lookup shims
+    to ``providers`` (absolute paths of loaded images, with the names they export; Note [Binding a Mach-O
+    model] in _macho.py) and checks that every ``aoti_torch_*`` import now goes to one of them. Returns
+    {name: provider path} of what was rebound."""
+    undefined = _macho.undefined_symbols(so_path)
+    sleef = sorted(n for n in undefined if n.startswith("Sleef_"))
+    if sleef:
+        raise AOTIError(
+            f"slimtensor.aoti.load(): {source!r} uses SLEEF vector math ({', '.join(sleef[:3])}, ...), which "
+            "slimtensor provides on Linux only (Note [SLEEF]); compile the model with cpp.simdlen=0"
+        )
+    try:
+        rebound = _macho.bind_flat_imports(so_path, providers)
+        bound = _macho.bindings(so_path)
+    except _macho.MachOError as e:
+        raise AOTIError(f"slimtensor.aoti.load(): cannot bind {source!r} to slimtensor: {e}") from e
+    ours = {lib for lib, _ in providers}
+    elsewhere = {n: sorted(w - ours) for n, w in bound.items() if n.startswith("aoti_torch_") and w - ours}
+    if elsewhere:
+        name, where = sorted(elsewhere.items())[0]
+        raise AOTIError(
+            f"slimtensor.aoti.load(): {source!r} binds {len(elsewhere)} shim(s) to other libraries, e.g. {name} "
+            f"to {where}: it was linked against them (compiled with aot_inductor.link_libtorch=True?); compile "
+            "it with aot_inductor.link_libtorch=False"
+        )
+    return rebound
 
 
 class AOTIModel:
@@ -86,11 +121,10 @@ class AOTIModel:
 
     # ---- loading --------------------------------------------------------------------------------------
     def _open(self, path, device, model_name, num_models, check_inputs):
-        if not sys.platform.startswith("linux"):
+        if not sys.platform.startswith(("linux", "darwin")):
             raise AOTIError(
-                f"slimtensor.aoti.load(): binding a model to slimtensor's shims patches ELF shared libraries "
-                f"(Note [Binding the model to slimtensor]), which exists for Linux only; on {sys.platform} "
-                "(Mach-O models) it is not written yet"
+                f"slimtensor.aoti.load(): binding a model to slimtensor's shims is written for ELF (Linux) and "
+                f"Mach-O (macOS) models (Note [Binding the model to slimtensor]), not for {sys.platform}"
             )
         if not isinstance(device, str):
             raise TypeError(
@@ -110,13 +144,17 @@ class AOTIModel:
         self._files = files
         _lib.lib()  # loads libslimtensor (the same copy as slimtensor._C's)
         libpath = os.path.realpath(_lib.library_path())
-        try:
-            undefined = _elf.undefined_symbols(files.so_path)
-        except _elf.ElfError as e:
-            raise ValueError(f"slimtensor.aoti.load(): {path!r}: {e}") from e
-        have = _elf.defined_symbols(libpath)
-        if self._support is not None:
-            have |= _elf.defined_symbols(self._support.shim_library)
+        if sys.platform == "darwin":
+            self._dll = self._open_macho(files, path, libpath)
+        else:
+            self._dll = self._open_elf(files, path, libpath)
+        self._bind()
+        if check_inputs:
+            _check_inputs_env()
+        self._create(num_models, self.device)
+
+    def _check_names(self, files, path, undefined, have, defined):
+        """Refuses a model that calls a shim neither the core nor the plugin defines, or is no AOTI model."""
         missing = sorted(n for n in undefined if n.startswith("aoti_torch_") and n not in have)
         if missing:
             raise AOTIError(
@@ -127,13 +165,25 @@ class AOTIModel:
                 + _PROXY_EXECUTOR_HINT
                 * ("aoti_torch_proxy_executor_call_function" in missing)
             )
-        if "AOTInductorModelContainerCreateWithDevice" not in _elf.defined_symbols(files.so_path):
+        if "AOTInductorModelContainerCreateWithDevice" not in defined:
             raise ValueError(
                 f"slimtensor.aoti.load(): {path!r} is a shared library but not an AOTInductor model "
                 "(no AOTInductorModelContainerCreateWithDevice)"
             )
         if self._support is not None:
             self._support.check_model(files.so_path, files.metadata, self._index, path)
+
+    def _open_elf(self, files, path, libpath):
+        """Linux: a DT_NEEDED on the core or the plugin's shim library, then RTLD_LOCAL | RTLD_DEEPBIND
+        (Note [Binding the model to slimtensor])."""
+        try:
+            undefined = _elf.undefined_symbols(files.so_path)
+        except _elf.ElfError as e:
+            raise ValueError(f"slimtensor.aoti.load(): {path!r}: {e}") from e
+        have = _elf.defined_symbols(libpath)
+        if self._support is not None:
+            have |= _elf.defined_symbols(self._support.shim_library)
+        self._check_names(files, path, undefined, have, _elf.defined_symbols(files.so_path))
         _runtime.ensure_sleef({n for n in undefined if n.startswith("Sleef_")}, path)
         if self._support is None:
             soname = _elf.soname(libpath) or os.path.basename(libpath)
@@ -144,9 +194,7 @@ class AOTIModel:
         except _elf.ElfError as e:
             raise AOTIError(f"slimtensor.aoti.load(): cannot bind {path!r} to slimtensor: {e}") from e
         try:
-            self._dll = ctypes.CDLL(
-                files.so_path, mode=_runtime.model_dlopen_mode()
-            )  # Note [Sanitizer binding]
+            return ctypes.CDLL(files.so_path, mode=_runtime.model_dlopen_mode())  # Note [Sanitizer binding]
         except OSError as e:
             msg = str(e)
             hint = ""
@@ -155,10 +203,25 @@ class AOTIModel:
             raise AOTIError(
                 f"slimtensor.aoti.load(): the dynamic loader refused {path!r}: {msg}.{hint}"
             ) from e
-        self._bind()
-        if check_inputs:
-            _check_inputs_env()
-        self._create(num_models, self.device)
+
+    def _open_macho(self, files, path, libpath):
+        """macOS: the model's flat-lookup shims bound two-level to the core and the plugin's shim image, then
+        RTLD_LOCAL (Note [Binding a Mach-O model] in _macho.py)."""
+        try:
+            undefined = _macho.undefined_symbols(files.so_path)
+            defined = _macho.defined_symbols(files.so_path)
+        except _macho.MachOError as e:
+            raise ValueError(f"slimtensor.aoti.load(): {path!r}: {e}") from e
+        providers = [(libpath, _macho.defined_symbols(libpath))]
+        if self._support is not None:
+            shim = os.path.realpath(self._support.shim_library)
+            providers.append((shim, _macho.defined_symbols(shim)))
+        self._check_names(files, path, undefined, set().union(*(n for _, n in providers)), defined)
+        bind_macho_model(files.so_path, path, providers)
+        try:
+            return ctypes.CDLL(files.so_path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        except OSError as e:
+            raise AOTIError(f"slimtensor.aoti.load(): dyld refused {path!r}: {e}") from e
 
     def _fn(self, name, res, *args):
         f = getattr(self._dll, name)
