@@ -113,17 +113,22 @@ def test_efficient_attention(cuda_torch, dtype_name, shape, mode, layout):
 
 
 @pytest.mark.parametrize("dtype_name", list(TOL))
-@pytest.mark.parametrize("row_tiles", ["1", "2"])
 @pytest.mark.parametrize(
-    "shape", [(2, 2, 2, 300, 257, 64, 64), (1, 3, 3, 130, 130, 40, 40), (1, 1, 1, 9, 500, 32, 32)]
+    "shape",
+    [
+        (2, 33, 33, 500, 130, 40, 40),  # >= 264 blocks of 128 rows: 128-row blocks (launch_rows)
+        (2, 2, 2, 300, 257, 64, 64),  # a small grid: 64-row blocks
+        (1, 3, 3, 130, 130, 40, 40),
+        (1, 1, 1, 9, 500, 32, 32),
+    ],
+    ids=lambda s: "x".join(map(str, s)),
 )
-def test_both_block_shapes(cuda_torch, monkeypatch, dtype_name, row_tiles, shape):
-    """64-row and 128-row blocks (SLIMTENSOR_ATTENTION_ROW_TILES forces the choice the launcher makes by size)."""
+def test_block_shapes(cuda_torch, dtype_name, shape):
+    """Each block shape the launcher picks by size (a big grid and small ones), with a bias, causal and not."""
     torch = cuda_torch
-    monkeypatch.setenv("SLIMTENSOR_ATTENTION_ROW_TILES", row_tiles)
     b, h, hk, sq, sk, d, dv = shape
     dt = getattr(torch, dtype_name)
-    q, k, v = make_qkv(torch, b, h, hk, sq, sk, d, dv, dt, "bshd", seed=sq + int(row_tiles))
+    q, k, v = make_qkv(torch, b, h, hk, sq, sk, d, dv, dt, "bshd", seed=sq + h)
     bias = torch.randn(1, h, sq, sk, device="cuda").to(dt)
     for causal in (False, True):
         out, lse = efficient(q, k, v, bias, causal, None)
