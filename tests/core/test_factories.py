@@ -33,7 +33,9 @@ def test_shape_forms(factory, shape, device):
         f(*shape, device=device) if shape else f((), device=device),
     )
     for t in forms:
-        assert t.device.type == st.Device(device).type  # "cuda" resolves to "cuda:0", which torch also calls unequal
+        assert (
+            t.device.type == st.Device(device).type
+        )  # "cuda" resolves to "cuda:0", which torch also calls unequal
         assert t.shape == shape
         assert t.ndim == len(shape) == t.dim()
         assert t.numel() == int(np.prod(shape, dtype=np.int64))
@@ -108,7 +110,9 @@ def test_full_default_dtype_matches_torch(torch, value):
 )
 def test_empty_strided(shape, strides, device):
     t = st.empty_strided(shape, strides, device=device)
-    assert t.device.type == st.Device(device).type  # "cuda" resolves to "cuda:0", which torch also calls unequal
+    assert (
+        t.device.type == st.Device(device).type
+    )  # "cuda" resolves to "cuda:0", which torch also calls unequal
     assert t.shape == shape and t.stride() == strides and t.storage_offset() == 0
     numel = int(np.prod(shape, dtype=np.int64))
     extent = 0 if numel == 0 else 1 + sum((s - 1) * d for s, d in zip(shape, strides, strict=False))
@@ -197,7 +201,9 @@ def test_storage_use_count_counts_views(device):
 def test_arange_matches_numpy(args, kwargs, device):
     kwargs = {k: getattr(st, v) for k, v in kwargs.items()}
     t = st.arange(*args, **kwargs, device=device)
-    assert t.device.type == st.Device(device).type  # "cuda" resolves to "cuda:0", which torch also calls unequal
+    assert (
+        t.device.type == st.Device(device).type
+    )  # "cuda" resolves to "cuda:0", which torch also calls unequal
     integral = all(isinstance(v, int) for v in args)
     ref = np.arange(*args, dtype=np.int64 if integral else np.float64)
     if kwargs.get("dtype") is not None:
