@@ -92,14 +92,19 @@ def test_permuted_conversions_every_pair(src_code: int, src: str) -> None:
     # converting tile kernel (transpose_convert.cu), with the special values (NaN payloads, subnormals,
     # ties, out-of-range) among the elements; then an odd shape (scalar tiles or the gather).
     n = 3 * 64 * 96
-    data = special_bytes(src_code, np.random.default_rng(src_code + 100), n_random=n)[-n * ITEMSIZE[src_code] :]
+    data = special_bytes(src_code, np.random.default_rng(src_code + 100), n_random=n)[
+        -n * ITEMSIZE[src_code] :
+    ]
     host = st.from_numpy(np.frombuffer(data, dtype=np.uint8).copy()).view(getattr(st, src)).reshape(3, 64, 96)
     dev = host.to("cuda")
     for _, dst in DTYPES:
         if dst == src:
             continue
         d = getattr(st, dst)
-        for shape, view in (((3, 96, 64), lambda t: t.permute(0, 2, 1)), ((61, 3, 9), lambda t: t[:, :9, :61].permute(2, 0, 1))):
+        for shape, view in (
+            ((3, 96, 64), lambda t: t.permute(0, 2, 1)),
+            ((61, 3, 9), lambda t: t[:, :9, :61].permute(2, 0, 1)),
+        ):
             got = st.empty(*shape, dtype=d, device="cuda")
             got.copy_(view(dev))
             want = st.empty(*shape, dtype=d)

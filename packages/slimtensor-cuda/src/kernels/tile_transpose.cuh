@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(kThreads) transpose_kernel(TransposeParams p, 
   using I = std::conditional_t<Small, uint32_t, int64_t>;
   constexpr int kPad = sizeof(E) >= 4 ? 1 : 4 / static_cast<int>(sizeof(E));
   constexpr int W = T + kPad;
-  constexpr int kRowR = T / VS, kRowW = T / VD;        // vectors per tile row, read / write phase
+  constexpr int kRowR = T / VS, kRowW = T / VD;  // vectors per tile row, read / write phase
   constexpr int kPerR = T * T / VS / kThreads, kPerW = T * T / VD / kThreads;  // vectors per thread
   static_assert(kPerR >= 1 && (T * T / VS) % kThreads == 0, "tile must split evenly over the threads");
   static_assert(kPerW >= 1 && (T * T / VD) % kThreads == 0, "tile must split evenly over the threads");
