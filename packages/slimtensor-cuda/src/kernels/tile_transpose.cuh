@@ -92,8 +92,13 @@ __global__ void __launch_bounds__(kThreads) transpose_kernel(TransposeParams p, 
         for (int j = 0; j < kPerR; ++j) {
           const int i = threadIdx.x + j * kThreads;
           const I a = a0 + i / kRowR, b = b0 + (i % kRowR) * VS;
-          if (a < size_a && b < size_b)
-            buf[j] = *reinterpret_cast<const SV*>(src + static_cast<int64_t>(bs + a * src_a + b * src_b) * sizeof(S));
+          if (a < size_a && b < size_b) {
+            const char* from = src + static_cast<int64_t>(bs + a * src_a + b * src_b) * sizeof(S);
+            if constexpr (VS == 1)  // the element's own alignment (a 16-byte element may sit 8 bytes off)
+              buf[j].v[0] = *reinterpret_cast<const S*>(from);
+            else
+              buf[j] = *reinterpret_cast<const SV*>(from);
+          }
         }
 #pragma unroll
         for (int j = 0; j < kPerR; ++j) {
@@ -112,7 +117,11 @@ __global__ void __launch_bounds__(kThreads) transpose_kernel(TransposeParams p, 
             DV out;
 #pragma unroll
             for (int k = 0; k < VD; ++k) out.v[k] = tile[(c + k) * W + r];
-            *reinterpret_cast<DV*>(dst + static_cast<int64_t>(bd + a * dst_a + b * dst_b) * sizeof(E)) = out;
+            char* to = dst + static_cast<int64_t>(bd + a * dst_a + b * dst_b) * sizeof(E);
+            if constexpr (VD == 1)
+              *reinterpret_cast<E*>(to) = out.v[0];
+            else
+              *reinterpret_cast<DV*>(to) = out;
           }
         }
         __syncthreads();
