@@ -14,16 +14,15 @@ unsigned blocks_of(int64_t items, int64_t per_block) {
 }
 
 // Both sides one dense run, dtypes differ, both pointers aligned to their vectors: each thread converts one
-// vector of V elements, at least 32 bytes on the wider side and 16 on the narrower (each 16-byte access
-// one load or store; at most 16 elements): bytes in flight per thread on the read side, where a 1-byte
-// source with 4 elements per thread left the loads too few to cover the memory latency. The n % V tail
-// goes to the first threads of block 0, one element each.
+// vector of V elements, 32 bytes on the wider side (two 16-byte accesses), 16 or fewer on the other. The
+// n % V tail goes to the first threads of block 0, one element each. (More per thread does not help the
+// pairs from 1-byte sources to 8/16-byte ones: at 16 elements per thread, 128-256 contiguous bytes each,
+// a warp's 16-byte stores land 128-256 bytes apart and uint8 -> int64 fell from 0.57 to 0.13 of memcpy on
+// the H200, session 5, bench/NOTES.md.)
 template <int32_t S, int32_t D>
 __host__ __device__ constexpr int dense_vec() {
   constexpr int w = itemsize(S) > itemsize(D) ? itemsize(S) : itemsize(D);
-  constexpr int nw = itemsize(S) > itemsize(D) ? itemsize(D) : itemsize(S);
-  constexpr int v = 32 / w > 16 / nw ? 32 / w : 16 / nw;
-  return v > 16 ? 16 : v;
+  return 32 / w > 16 ? 16 : 32 / w;
 }
 template <int32_t S, int32_t D>
 __global__ void __launch_bounds__(kThreads) dense_convert_kernel(int64_t n, char* dst, const char* src) {
