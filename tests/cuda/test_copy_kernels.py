@@ -1,7 +1,8 @@
 """The CUDA copy kernels' choices (packages/slimtensor-cuda/src/kernels, Note [Copy kernel choice]) against
 the CPU copy, byte for byte: every permutation of 4-D shapes (vectorised and scalar tiles, partial tiles),
 slices (the gather kernel and word widening), broadcast sources, permuted and misaligned conversions
-(the dense conversion kernels fall back), and offsets past 2^31 (the 64-bit index path)."""
+(the dense conversion kernels fall back), every dtype pair through the converting transpose tiles, and
+offsets past 2^31 (the 64-bit index path)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import itertools
 import numpy as np
 import pytest
 
-from ._dtype_cases import special_bytes
+from ._dtype_cases import DTYPES, ITEMSIZE, special_bytes
 
 pytestmark = pytest.mark.needs_cuda
 st = pytest.importorskip("slimtensor")
@@ -83,6 +84,33 @@ def test_permuted_and_misaligned_conversions(src, dst) -> None:
     h2, d2 = host[: rows * 7].reshape(rows, 7), dev[: rows * 7].reshape(rows, 7)
     assert same_bytes(d2.T.to(d), h2.T.to(d))
     assert same_bytes(d2[:, 1:5].to(d), h2[:, 1:5].to(d))
+
+
+@pytest.mark.parametrize("src_code,src", DTYPES, ids=[d[1] for d in DTYPES])
+def test_permuted_conversions_every_pair(src_code: int, src: str) -> None:
+    # A batched transpose whose sizes, strides and pointers allow vector tiles on both sides: each pair's
+    # converting tile kernel (transpose_convert.cu), with the special values (NaN payloads, subnormals,
+    # ties, out-of-range) among the elements; then an odd shape (scalar tiles or the gather).
+    n = 3 * 64 * 96
+    data = special_bytes(src_code, np.random.default_rng(src_code + 100), n_random=n)[
+        -n * ITEMSIZE[src_code] :
+    ]
+    host = st.from_numpy(np.frombuffer(data, dtype=np.uint8).copy()).view(getattr(st, src)).reshape(3, 64, 96)
+    dev = host.to("cuda")
+    for _, dst in DTYPES:
+        if dst == src:
+            continue
+        d = getattr(st, dst)
+        for shape, view in (
+            ((3, 96, 64), lambda t: t.permute(0, 2, 1)),
+            ((61, 3, 9), lambda t: t[:, :9, :61].permute(2, 0, 1)),
+        ):
+            got = st.empty(*shape, dtype=d, device="cuda")
+            got.copy_(view(dev))
+            want = st.empty(*shape, dtype=d)
+            want.copy_(view(host))
+            assert same_bytes(got, want), f"{src}->{dst} {shape} differs from the CPU"
+        del got, want
 
 
 def test_permuted_offsets_past_2_to_31(stc) -> None:

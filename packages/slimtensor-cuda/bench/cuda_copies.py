@@ -9,15 +9,13 @@ that each timed copy reads and writes DRAM (the memcpy baseline rotates the same
 DRAM bandwidth. Rows: contiguous device-to-device, the four permuted copies of issue 10, odd shapes, every
 non-identity permutation of a 4-D odd shape, other element sizes, permuted conversions, every dtype pair
 (dense), float32 <-> bfloat16, pinned host <-> device, and the per-call cost of st.empty(1024, device="cuda")
-from the cache. --quick: the permuted rows only (for comparing kernel variants, chosen by the environment
-variable SLIMTENSOR_CUDA_COPY_VARIANT; BENCH_VARIANTS=0,1,2 times each in the same process).
+from the cache. --quick: the permuted rows only.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import os
 import statistics
 import sys
 import time
@@ -26,9 +24,6 @@ import slimtensor as st
 import slimtensor_cuda as stc
 
 REPS = 25
-# Kernel variants to compare on the permuted rows (SLIMTENSOR_CUDA_COPY_VARIANT, read by the plugin at every
-# launch): BENCH_VARIANTS=0,1,2 adds a ratio per variant; the row's own numbers are the first variant's.
-VARIANTS = os.environ.get("BENCH_VARIANTS", "0").split(",")
 ROTATE_BYTES = (
     3 * 60 * 2**20
 )  # three times the H200's L2: no buffer is still cached when it comes round again
@@ -89,17 +84,9 @@ def main(out_path: str, quick: bool) -> None:
             memcpy_cache[nbytes_one_side] = timed([lambda a=a, b=b: b.copy_(a) for a, b in bufs], torch_ev)
         return memcpy_cache[nbytes_one_side]
 
-    def row(
-        name, nbytes_rw, st_fns, torch_fns=None, cupy_fns=None, memcpy=None, group="main", variants=False
-    ):
+    def row(name, nbytes_rw, st_fns, torch_fns=None, cupy_fns=None, memcpy=None, group="main"):
         r = {"case": name, "group": group, "bytes": nbytes_rw, "rotated": len(st_fns)}
-        for v in VARIANTS if variants else VARIANTS[:1]:
-            os.environ["SLIMTENSOR_CUDA_COPY_VARIANT"] = v
-            r[f"slimtensor_ms_v{v}"] = timed(st_fns, st_ev)
-            if memcpy is not None:
-                r[f"ratio_v{v}"] = memcpy / r[f"slimtensor_ms_v{v}"]
-        os.environ["SLIMTENSOR_CUDA_COPY_VARIANT"] = VARIANTS[0]
-        r["slimtensor_ms"] = r[f"slimtensor_ms_v{VARIANTS[0]}"]
+        r["slimtensor_ms"] = timed(st_fns, st_ev)
         if torch_fns:
             r["torch_ms"] = timed(torch_fns, torch_ev)
         if cupy_fns:
@@ -144,7 +131,7 @@ def main(out_path: str, quick: bool) -> None:
                     ca = cp.asarray(t)
                     cb = cp.empty(out_shape, dtype=cp.float32)
                     cupy_fns.append(lambda ca=ca, cb=cb: cb.__setitem__(Ellipsis, ca.transpose(perm)))
-        row(name, nb, st_fns, torch_fns or None, cupy_fns or None, memcpy_ms(nb // 2), group, variants=True)
+        row(name, nb, st_fns, torch_fns or None, cupy_fns or None, memcpy_ms(nb // 2), group)
 
     if not quick:
         n = 256 << 20
@@ -195,7 +182,14 @@ def main(out_path: str, quick: bool) -> None:
         permuted(
             f"4096x4096 transpose {dtype.name}", (4096, 4096), (1, 0), dtype, group="dtypes", compare=False
         )
-    for sd, dd in ((st.float32, st.bfloat16), (st.bfloat16, st.float32), (st.float32, st.float64)):
+    for sd, dd in (
+        (st.float32, st.bfloat16),
+        (st.bfloat16, st.float32),
+        (st.float32, st.float64),
+        (st.float16, st.uint8),
+        (st.uint8, st.complex128),
+        (st.complex64, st.float16),
+    ):
         permuted(
             f"4096x4096 transpose {sd.name}->{dd.name}", (4096, 4096), (1, 0), sd, dd, group="convert-perm"
         )
@@ -320,7 +314,6 @@ def main(out_path: str, quick: bool) -> None:
         "torch": torch.__version__,
         "cupy": getattr(cp, "__version__", None),
         "reps": REPS,
-        "variants": VARIANTS,
         "note": "bandwidth = bytes read + written / median time; buffers rotated past the L2 (DRAM numbers)",
     }
     with open(out_path, "w") as f:
@@ -338,9 +331,8 @@ def print_table(rows, meta) -> None:
     for r in groups.get("main", []):
         f = lambda k, r=r: f"{r[k]:8.0f}" if k in r else f"{'-':>8s}"  # noqa: E731
         ratio = f"{r['ratio_vs_memcpy']:6.3f}" if "ratio_vs_memcpy" in r else f"{'-':>6s}"
-        vs = " ".join(f"v{v}={r[f'ratio_v{v}']:.3f}" for v in VARIANTS[1:] if f"ratio_v{v}" in r)
         print(
-            f"{r['case']:44s} {r['slimtensor_GBps']:10.0f} {f('torch_GBps')} {f('cupy_GBps')} {f('memcpy_GBps')} {ratio} {vs}"
+            f"{r['case']:44s} {r['slimtensor_GBps']:10.0f} {f('torch_GBps')} {f('cupy_GBps')} {f('memcpy_GBps')} {ratio}"
         )
     for g in ("perm4", "dtypes", "convert-perm", "gather", "pairs"):
         rs = groups.get(g, [])
@@ -354,8 +346,7 @@ def print_table(rows, meta) -> None:
         )
         if g != "pairs":
             for r in rs:
-                vs = " ".join(f"v{v}={r[f'ratio_v{v}']:.2f}" for v in VARIANTS if f"ratio_v{v}" in r)
-                print(f"   {r['case']:44s} {vs}")
+                print(f"   {r['case']:44s} {r['ratio_vs_memcpy']:.2f}")
         else:
             low = [r for r in rs if r["ratio_vs_memcpy"] < 0.7]
             print(

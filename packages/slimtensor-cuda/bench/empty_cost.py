@@ -33,15 +33,18 @@ def main() -> None:
         "st.empty(1024) cpu": lambda: st.empty(1024),
         "st.empty(1024, device='cuda')": lambda: st.empty(1024, device="cuda"),
         "st.empty(1024, device=Device)": lambda: st.empty(1024, device=dev),
+        "st.empty(1024, device='cuda:0') (no current-device call)": lambda: st.empty(1024, device="cuda:0"),
+        "st.empty(0, device='cuda') (no allocator call)": lambda: st.empty(0, device="cuda"),
         "st.empty(1024, dtype=float32, device='cuda')": lambda: st.empty(
             1024, dtype=st.float32, device="cuda"
         ),
         "st.Device('cuda')": lambda: st.Device("cuda"),
         "keep.shape (a bound attribute)": lambda: keep.shape,
         "stc.current_device()": lambda: stc.current_device(),
+        "stc.current_stream()": lambda: stc.current_stream(),
     }
     for name, fn in cases.items():
-        print(f"{name:48s} {per_call(fn):7.3f} us")
+        print(f"{name:58s} {per_call(fn):7.3f} us")
 
 
 if __name__ == "__main__":

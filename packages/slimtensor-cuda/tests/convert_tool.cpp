@@ -7,28 +7,6 @@
 
 #include "kernels/convert.cuh"
 
-static int itemsize(int c) {
-  switch (c) {
-    case 0:
-    case 1:
-    case 11: return 1;
-    case 2:
-    case 5:
-    case 15:
-    case 27: return 2;
-    case 3:
-    case 6:
-    case 8:
-    case 28: return 4;
-    case 4:
-    case 7:
-    case 9:
-    case 29: return 8;
-    case 10: return 16;
-    default: return 0;
-  }
-}
-
 int main(int argc, char** argv) {
   if (argc != 6) {
     std::fprintf(stderr, "usage: convert_tool SRC DST COUNT IN OUT\n");
@@ -36,8 +14,8 @@ int main(int argc, char** argv) {
   }
   const int src = std::atoi(argv[1]), dst = std::atoi(argv[2]);
   const long n = std::atol(argv[3]);
-  const int ss = itemsize(src), ds = itemsize(dst);
-  if (!ss || !ds || !slimtensor_cuda::convertible(src) || !slimtensor_cuda::convertible(dst) || n < 0) {
+  const int ss = slimtensor_cuda::itemsize(src), ds = slimtensor_cuda::itemsize(dst);
+  if (!ss || !ds || n < 0) {
     std::fprintf(stderr, "convert_tool: bad dtype codes %d -> %d or count %ld\n", src, dst, n);
     return 2;
   }

@@ -17,6 +17,10 @@
 //     truncated): the GPU's own conversion canonicalises NaNs, so NaNs are converted by hand.
 // The kernels are built without fast-math and with -ftz=false, so subnormal floats survive arithmetic.
 // float8 dtypes are moved, never converted (the core refuses those conversions).
+// Speed (every pair is one kernel, Note [Copy kernel choice], so these bodies are its instruction count):
+// float16 -> float is one exact multiply, float -> float16 is branch-free, float -> 8/16/32-bit integers
+// truncate in float (the same results as through double), and integers of 32 bits or fewer convert to
+// floating point from 32 bits (the same single rounding).
 // ST_HD functions also compile for the host, where tests compare them with the core's CPU results.
 #pragma once
 
@@ -51,28 +55,29 @@ enum : int32_t {
 };
 }  // namespace dt
 
-// True for the dtypes the conversions handle (the core's "convertible" set).
-ST_HD constexpr bool convertible(int32_t code) {
+// The element size of a convertible dtype (the core's "convertible" set); 0 for any other dtype.
+ST_HD constexpr int itemsize(int32_t code) {
   switch (code) {
     case dt::U8:
     case dt::I8:
+    case dt::BOOL: return 1;
     case dt::I16:
-    case dt::I32:
-    case dt::I64:
     case dt::F16:
-    case dt::F32:
-    case dt::F64:
-    case dt::C32:
-    case dt::C64:
-    case dt::C128:
-    case dt::BOOL:
     case dt::BF16:
-    case dt::U16:
-    case dt::U32:
-    case dt::U64: return true;
-    default: return false;
+    case dt::U16: return 2;
+    case dt::I32:
+    case dt::F32:
+    case dt::C32:
+    case dt::U32: return 4;
+    case dt::I64:
+    case dt::F64:
+    case dt::C64:
+    case dt::U64: return 8;
+    case dt::C128: return 16;
+    default: return 0;
   }
 }
+ST_HD constexpr bool convertible(int32_t code) { return itemsize(code) != 0; }
 
 ST_HD uint32_t f32_bits(float f) {
   uint32_t u;
@@ -114,71 +119,42 @@ ST_HD float narrow(double d) {
   return static_cast<float>(d);
 }
 
+// float16 -> float, exact. A finite float16's exponent and mantissa, moved to a float's places, read as the
+// value times 2^-112 (a float16 subnormal lands on a float subnormal), so one multiply by 2^112 rebiases
+// exactly, subnormals included (-ftz=false). Infinity and NaN (payload kept, made quiet) by bits.
 ST_HD float f16_to_f32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1Fu;
-  uint32_t mant = h & 0x3FFu;
-  if (exp == 0x1Fu) return bits_f32(sign | 0x7F800000u | (mant << 13) | (mant ? 0x00400000u : 0u));
-  if (exp == 0) {
-    if (mant == 0) return bits_f32(sign);
-    uint32_t e = 113;  // normalise the subnormal: value = mant * 2^-24
-    while ((mant & 0x400u) == 0) {
-      mant <<= 1;
-      --e;
-    }
-    return bits_f32(sign | (e << 23) | ((mant & 0x3FFu) << 13));
-  }
-  return bits_f32(sign | ((exp + 112u) << 23) | (mant << 13));
+  const uint32_t em = h & 0x7FFFu, mant = h & 0x3FFu;
+  uint32_t mag = f32_bits(bits_f32(em << 13) * 0x1p112f);
+  if (em >= 0x7C00u) mag = 0x7F800000u | (mant << 13) | (mant ? 0x00400000u : 0u);
+  return bits_f32(sign | mag);
 }
 
+// float -> float16, round to nearest even, branch-free. Results below 2^-14 (subnormal or zero): adding 0.5
+// puts the value where a float's unit is 2^-24, the float16 subnormal unit, so the FPU's own round to
+// nearest even rounds it (-ftz=false keeps float subnormal inputs). Normal results: rebias, round on the
+// 13 dropped bits (a carry moves to the next binade); 65520 and up become infinity; NaN keeps its sign and
+// the payload's top bits, made quiet.
 ST_HD uint16_t f32_to_f16(float f) {
   const uint32_t x = f32_bits(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t a = x & 0x7FFFFFFFu;
-  if (a > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u | ((a >> 13) & 0x3FFu));
-  if (a >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // 65520 and up (and inf): infinity
-  const uint32_t e = a >> 23;
-  if (e < 102) return static_cast<uint16_t>(sign);  // below 2^-25: rounds to zero
-  if (e < 113) {                                    // a float16 subnormal: units of 2^-24
-    const uint32_t m = (a & 0x7FFFFFu) | 0x800000u;
-    const uint32_t shift = 126u - e;  // 14..24 bits dropped
-    uint32_t kept = m >> shift;
-    const uint32_t rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
-    if (rest > half || (rest == half && (kept & 1u))) ++kept;
-    return static_cast<uint16_t>(sign | kept);
-  }
-  const uint32_t r = a - (112u << 23);  // rebias the exponent
-  uint32_t kept = r >> 13;
-  const uint32_t rest = r & 0x1FFFu;
-  if (rest > 0x1000u || (rest == 0x1000u && (kept & 1u))) ++kept;  // a carry moves to the next binade
-  return static_cast<uint16_t>(sign | kept);
+  const uint32_t r = a - (112u << 23);
+  uint32_t h = (r + 0xFFFu + ((r >> 13) & 1u)) >> 13;
+  if (a < (113u << 23)) h = f32_bits(bits_f32(a) + 0.5f) - 0x3F000000u;
+  if (a >= 0x477FF000u) h = 0x7C00u;
+  if (a > 0x7F800000u) h = 0x7E00u | ((a >> 13) & 0x3FFu);
+  return static_cast<uint16_t>(sign | h);
 }
 
 ST_HD float bf16_to_f32(uint16_t h) { return bits_f32(static_cast<uint32_t>(h) << 16); }
-ST_HD uint16_t bf16_round_bits(uint32_t u) { return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16); }
-// From float32/float64 tensors (torch's vectorised path): NaN -> 0xFFFF.
-ST_HD uint16_t f32_to_bf16(float f) {
+// float -> bfloat16, round to nearest even; NaN becomes `nan` (Note [GPU conversion rules]: 0xFFFF from
+// float32/float64 tensors, torch's vectorised path; 0x7FC0 from the others, its scalar path).
+ST_HD uint16_t f32_to_bf16(float f, uint16_t nan) {
   const uint32_t u = f32_bits(f);
-  return (u & 0x7FFFFFFFu) > 0x7F800000u ? static_cast<uint16_t>(0xFFFFu) : bf16_round_bits(u);
+  return (u & 0x7FFFFFFFu) > 0x7F800000u ? nan : static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
-// From every other source (torch's scalar path): NaN -> 0x7FC0.
-ST_HD uint16_t f32_to_bf16_scalar(float f) {
-  const uint32_t u = f32_bits(f);
-  return (u & 0x7FFFFFFFu) > 0x7F800000u ? static_cast<uint16_t>(0x7FC0u) : bf16_round_bits(u);
-}
-
-enum class Kind : uint8_t { Signed, Unsigned, Float, Complex };
-struct Value {
-  Kind kind;
-  bool wide;  // a float64/complex128 source: float -> small integer goes through int64
-  int64_t i;
-  uint64_t u;
-  double re, im;
-  // A float-or-narrower source also keeps its float: the CPU's float -> double -> float round trip is
-  // folded away by the compiler, so a signalling NaN reaches a float destination unchanged.
-  bool has_float;
-  float fre, fim;
-};
+ST_HD constexpr uint16_t bf16_nan_from(int32_t src) { return src == dt::F32 || src == dt::F64 ? 0xFFFFu : 0x7FC0u; }
 
 template <class T>
 ST_HD T read_as(const void* p) {
@@ -191,122 +167,131 @@ ST_HD void write_as(void* p, T v) {
   memcpy(p, &v, sizeof(T));
 }
 
+// A source element read exactly. Integers keep their bits (int64 sign-extended, or uint64); floating-point
+// sources of float32 or less keep floats (the CPU's float -> double -> float round trip folds away, so a
+// signalling NaN reaches a float destination unchanged), float64/complex128 doubles; real sources have a
+// zero imaginary part. `wide`: an integer of more than 32 bits, or a float64/complex128 source. `nonzero`
+// (the -> bool result) from the bits: a float is zero exactly when all but its sign bit are (NaN is true).
+enum class Kind : uint8_t { Signed, Unsigned, Float, Complex };
+struct Value {
+  Kind kind;
+  bool wide;
+  bool nonzero;
+  uint64_t bits;
+  float f[2];
+  double d[2];
+};
+
 ST_HD Value load_value(int32_t code, const void* p) {
-  Value v{Kind::Signed, false, 0, 0, 0.0, 0.0, false, 0.0f, 0.0f};
-  auto set_float = [&v](float re, float im) {
-    v.has_float = true;
-    v.fre = re;
-    v.fim = im;
-    v.re = widen(re);
-    v.im = widen(im);
-  };
+  Value v{Kind::Signed, false, false, 0, {0.0f, 0.0f}, {0.0, 0.0}};
+  const char* c = static_cast<const char*>(p);
+  uint64_t magnitude = 0;  // the bits that make the element non-zero
   switch (code) {
-    case dt::I8: v.i = read_as<int8_t>(p); break;
-    case dt::I16: v.i = read_as<int16_t>(p); break;
-    case dt::I32: v.i = read_as<int32_t>(p); break;
-    case dt::I64: v.i = read_as<int64_t>(p); break;
-    case dt::U8:
-      v.kind = Kind::Unsigned;
-      v.u = read_as<uint8_t>(p);
-      break;
-    case dt::U16:
-      v.kind = Kind::Unsigned;
-      v.u = read_as<uint16_t>(p);
-      break;
-    case dt::U32:
-      v.kind = Kind::Unsigned;
-      v.u = read_as<uint32_t>(p);
-      break;
-    case dt::U64:
-      v.kind = Kind::Unsigned;
-      v.u = read_as<uint64_t>(p);
-      break;
-    case dt::BOOL:
-      v.kind = Kind::Unsigned;
-      v.u = read_as<uint8_t>(p) != 0;
-      break;
+    case dt::I8: v.bits = static_cast<uint64_t>(static_cast<int64_t>(read_as<int8_t>(p))); break;
+    case dt::I16: v.bits = static_cast<uint64_t>(static_cast<int64_t>(read_as<int16_t>(p))); break;
+    case dt::I32: v.bits = static_cast<uint64_t>(static_cast<int64_t>(read_as<int32_t>(p))); break;
+    case dt::I64: v.wide = true, v.bits = read_as<uint64_t>(p); break;
+    case dt::U8: v.kind = Kind::Unsigned, v.bits = read_as<uint8_t>(p); break;
+    case dt::BOOL: v.kind = Kind::Unsigned, v.bits = read_as<uint8_t>(p) != 0; break;
+    case dt::U16: v.kind = Kind::Unsigned, v.bits = read_as<uint16_t>(p); break;
+    case dt::U32: v.kind = Kind::Unsigned, v.bits = read_as<uint32_t>(p); break;
+    case dt::U64: v.kind = Kind::Unsigned, v.wide = true, v.bits = read_as<uint64_t>(p); break;
     case dt::F16:
-      v.kind = Kind::Float;
-      set_float(f16_to_f32(read_as<uint16_t>(p)), 0.0f);
+    case dt::BF16: {
+      const uint16_t h = read_as<uint16_t>(p);
+      v.kind = Kind::Float, v.f[0] = code == dt::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+      magnitude = h & 0x7FFFu;
       break;
-    case dt::BF16:
-      v.kind = Kind::Float;
-      set_float(bf16_to_f32(read_as<uint16_t>(p)), 0.0f);
-      break;
+    }
     case dt::F32:
-      v.kind = Kind::Float;
-      set_float(read_as<float>(p), 0.0f);
+      v.kind = Kind::Float, v.f[0] = read_as<float>(p);
+      magnitude = read_as<uint32_t>(p) & 0x7FFFFFFFu;
       break;
     case dt::F64:
-      v.kind = Kind::Float;
-      v.wide = true;
-      v.re = read_as<double>(p);
+      v.kind = Kind::Float, v.wide = true, v.d[0] = read_as<double>(p);
+      magnitude = read_as<uint64_t>(p) & 0x7FFFFFFFFFFFFFFFull;
       break;
-    case dt::C32: {
+    case dt::C32:
       v.kind = Kind::Complex;
-      set_float(f16_to_f32(read_as<uint16_t>(p)), f16_to_f32(read_as<uint16_t>(static_cast<const char*>(p) + 2)));
+      for (int k = 0; k < 2; ++k) v.f[k] = f16_to_f32(read_as<uint16_t>(c + 2 * k));
+      magnitude = read_as<uint32_t>(p) & 0x7FFF7FFFu;
       break;
-    }
-    case dt::C64: {
+    case dt::C64:
       v.kind = Kind::Complex;
-      set_float(read_as<float>(p), read_as<float>(static_cast<const char*>(p) + 4));
+      for (int k = 0; k < 2; ++k) v.f[k] = read_as<float>(c + 4 * k);
+      magnitude = read_as<uint64_t>(p) & 0x7FFFFFFF7FFFFFFFull;
       break;
-    }
-    case dt::C128: {
-      v.kind = Kind::Complex;
-      v.wide = true;
-      v.re = read_as<double>(p);
-      v.im = read_as<double>(static_cast<const char*>(p) + 8);
+    case dt::C128:
+      v.kind = Kind::Complex, v.wide = true;
+      for (int k = 0; k < 2; ++k) v.d[k] = read_as<double>(c + 8 * k);
+      magnitude = (read_as<uint64_t>(p) | read_as<uint64_t>(c + 8)) & 0x7FFFFFFFFFFFFFFFull;
       break;
-    }
     default: break;
   }
+  v.nonzero = (v.kind == Kind::Signed || v.kind == Kind::Unsigned ? v.bits : magnitude) != 0;
   return v;
 }
 
-ST_HD int32_t trunc_i32(double d) {
-  return (d > -2147483649.0 && d < 2147483648.0) ? static_cast<int32_t>(d) : INT32_MIN;
+// Truncation toward zero with x86's "integer indefinite" for NaN and out-of-range values, from float or
+// double (the bounds are exact in both: for float, -2^31 - 1 rounds to -2^31, whose result is INT32_MIN
+// either way).
+template <class F>
+ST_HD int32_t trunc_i32(F x) {
+  return (x > F(-2147483649.0) && x < F(2147483648.0)) ? static_cast<int32_t>(x) : INT32_MIN;
 }
-ST_HD int64_t trunc_i64(double d) {
-  return (d >= -9223372036854775808.0 && d < 9223372036854775808.0) ? static_cast<int64_t>(d) : INT64_MIN;
+template <class F>
+ST_HD int64_t trunc_i64(F x) {
+  return (x >= F(-9223372036854775808.0) && x < F(9223372036854775808.0)) ? static_cast<int64_t>(x) : INT64_MIN;
 }
-
-// The integer bits of a value for a destination of `bytes` bytes (then truncated by the store).
-ST_HD uint64_t int_bits(const Value& v, int32_t dst) {
-  if (v.kind == Kind::Signed) return static_cast<uint64_t>(v.i);
-  if (v.kind == Kind::Unsigned) return v.u;
+// A floating-point part as an integer destination's bits (Note [GPU conversion rules]; then truncated by
+// the store).
+template <class F>
+ST_HD uint64_t float_int_bits(F x, int32_t dst, bool wide) {
   switch (dst) {
     case dt::I8:
     case dt::I16:
     case dt::U8:
     case dt::U16:
-      return v.wide ? static_cast<uint64_t>(trunc_i64(v.re))
-                    : static_cast<uint64_t>(static_cast<int64_t>(trunc_i32(v.re)));
-    case dt::I32: return static_cast<uint64_t>(static_cast<int64_t>(trunc_i32(v.re)));
+      return wide ? static_cast<uint64_t>(trunc_i64(x)) : static_cast<uint64_t>(static_cast<int64_t>(trunc_i32(x)));
+    case dt::I32: return static_cast<uint64_t>(static_cast<int64_t>(trunc_i32(x)));
     case dt::U64:
-      if (v.re >= 0 && v.re < 18446744073709551616.0) return static_cast<uint64_t>(v.re);
-      return static_cast<uint64_t>(trunc_i64(v.re));
+      if (x >= F(0) && x < F(18446744073709551616.0)) return static_cast<uint64_t>(x);
+      return static_cast<uint64_t>(trunc_i64(x));
     default:  // int64, uint32
-      return static_cast<uint64_t>(trunc_i64(v.re));
+      return static_cast<uint64_t>(trunc_i64(x));
   }
 }
-ST_HD double as_double(const Value& v) {
-  if (v.kind == Kind::Signed) return static_cast<double>(v.i);
-  if (v.kind == Kind::Unsigned) return static_cast<double>(v.u);
-  return v.re;
+ST_HD uint64_t int_bits(const Value& v, int32_t dst) {
+  if (v.kind == Kind::Signed || v.kind == Kind::Unsigned) return v.bits;
+  return v.wide ? float_int_bits(v.d[0], dst, true) : float_int_bits(v.f[0], dst, false);
 }
-ST_HD float as_float(const Value& v) {
-  if (v.kind == Kind::Signed) return static_cast<float>(v.i);  // rounds once
-  if (v.kind == Kind::Unsigned) return static_cast<float>(v.u);
-  return v.has_float ? v.fre : narrow(v.re);
+// Part k (0 real, 1 imaginary) as float / double; integers of 32 bits or fewer convert from 32 bits.
+ST_HD float part_float(const Value& v, int k) {
+  if (v.kind == Kind::Signed) {
+    if (k) return 0.0f;
+    return v.wide ? static_cast<float>(static_cast<int64_t>(v.bits)) : static_cast<float>(static_cast<int32_t>(v.bits));
+  }
+  if (v.kind == Kind::Unsigned) {
+    if (k) return 0.0f;
+    return v.wide ? static_cast<float>(v.bits) : static_cast<float>(static_cast<uint32_t>(v.bits));
+  }
+  return v.wide ? narrow(v.d[k]) : v.f[k];
 }
-ST_HD float imag_float(const Value& v) {
-  if (v.kind != Kind::Complex) return 0.0f;
-  return v.has_float ? v.fim : narrow(v.im);
+ST_HD double part_double(const Value& v, int k) {
+  if (v.kind == Kind::Signed) {
+    if (k) return 0.0;
+    return v.wide ? static_cast<double>(static_cast<int64_t>(v.bits))
+                  : static_cast<double>(static_cast<int32_t>(v.bits));
+  }
+  if (v.kind == Kind::Unsigned) {
+    if (k) return 0.0;
+    return v.wide ? static_cast<double>(v.bits) : static_cast<double>(static_cast<uint32_t>(v.bits));
+  }
+  return v.wide ? v.d[k] : widen(v.f[k]);
 }
 
 ST_HD void store_value(int32_t dst, void* p, const Value& v, int32_t src) {
-  const double im = v.kind == Kind::Complex ? v.im : 0.0;
+  char* c = static_cast<char*>(p);
   switch (dst) {
     case dt::I8:
     case dt::U8: write_as<uint8_t>(p, static_cast<uint8_t>(int_bits(v, dst))); break;
@@ -316,46 +301,26 @@ ST_HD void store_value(int32_t dst, void* p, const Value& v, int32_t src) {
     case dt::U32: write_as<uint32_t>(p, static_cast<uint32_t>(int_bits(v, dst))); break;
     case dt::I64:
     case dt::U64: write_as<uint64_t>(p, int_bits(v, dst)); break;
-    case dt::BOOL: {
-      bool b;
-      if (v.kind == Kind::Signed)
-        b = v.i != 0;
-      else if (v.kind == Kind::Unsigned)
-        b = v.u != 0;
-      else
-        b = v.re != 0 || (v.kind == Kind::Complex && v.im != 0);
-      write_as<uint8_t>(p, b ? 1 : 0);
-      break;
-    }
-    case dt::F16: write_as<uint16_t>(p, f32_to_f16(as_float(v))); break;
-    case dt::BF16: {
-      const float f = as_float(v);
-      write_as<uint16_t>(p, (src == dt::F32 || src == dt::F64) ? f32_to_bf16(f) : f32_to_bf16_scalar(f));
-      break;
-    }
-    case dt::F32: write_as<float>(p, as_float(v)); break;
-    case dt::F64: write_as<double>(p, as_double(v)); break;
+    case dt::BOOL: write_as<uint8_t>(p, v.nonzero ? 1 : 0); break;
+    case dt::BF16: write_as<uint16_t>(p, f32_to_bf16(part_float(v, 0), bf16_nan_from(src))); break;
+    case dt::F16:
     case dt::C32:
-      write_as<uint16_t>(p, f32_to_f16(as_float(v)));
-      write_as<uint16_t>(static_cast<char*>(p) + 2, f32_to_f16(imag_float(v)));
+      for (int k = 0; k < (dst == dt::C32 ? 2 : 1); ++k) write_as<uint16_t>(c + 2 * k, f32_to_f16(part_float(v, k)));
       break;
+    case dt::F32:
     case dt::C64:
-      write_as<float>(p, as_float(v));
-      write_as<float>(static_cast<char*>(p) + 4, imag_float(v));
+      for (int k = 0; k < (dst == dt::C64 ? 2 : 1); ++k) write_as<float>(c + 4 * k, part_float(v, k));
       break;
+    case dt::F64:
     case dt::C128:
-      write_as<double>(p, as_double(v));
-      write_as<double>(static_cast<char*>(p) + 8, im);
+      for (int k = 0; k < (dst == dt::C128 ? 2 : 1); ++k) write_as<double>(c + 8 * k, part_double(v, k));
       break;
     default: break;
   }
 }
 
 // One element, any convertible pair (same dtype: the caller moves bytes instead).
-// bfloat16/float16 -> float32 are the core's direct conversions (a bfloat16 signalling NaN stays signalling).
 ST_HD void convert_element(int32_t dst, void* d, int32_t src, const void* s) {
-  if (dst == dt::F32 && src == dt::BF16) return write_as<float>(d, bf16_to_f32(read_as<uint16_t>(s)));
-  if (dst == dt::F32 && src == dt::F16) return write_as<float>(d, f16_to_f32(read_as<uint16_t>(s)));
   store_value(dst, d, load_value(src, s), src);
 }
 

@@ -1,34 +1,15 @@
 // copy_kernels.cu: the strided/converting copy kernels and the fill kernel (Note [Copy kernel choice]).
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
 #include "kernels/copy_kernels.h"
 #include "kernels/element_ops.cuh"
+#include "kernels/tile_transpose.cuh"
 
 namespace slimtensor_cuda {
 namespace {
 using namespace kernels;
-
-constexpr int kThreads = 256;
-
-// ---- fast division --------------------------------------------------------------------------------------
-// Note [Fast divmod]: index decomposition divides by every dim's size for every element; a hardware
-// 32-bit division is ~20 instructions, a 64-bit one far more. For a divisor d >= 1 with l = ceil(log2 d)
-// and m = floor(2^32 (2^l - d) / d) + 1, n / d == (umulhi(n, m) + n) >> l for every n < 2^31 (the sum
-// cannot overflow there). The kernels use it only on the 32-bit path (every index and offset < 2^31).
-struct Divmod {
-  uint32_t d = 1, m = 1, l = 0;
-  __device__ __forceinline__ uint32_t div(uint32_t n) const { return (__umulhi(n, m) + n) >> l; }
-};
-Divmod make_divmod(uint64_t d) {  // d in [1, 2^31]
-  Divmod r;
-  r.d = static_cast<uint32_t>(d);
-  while ((uint64_t{1} << r.l) < d) ++r.l;
-  r.m = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << r.l) - d)) / d + 1);
-  return r;
-}
 
 // ---- kernels ---------------------------------------------------------------------------------------------
 // Note [Gather kernel]: layouts whose fastest dims agree on both sides (after widening, Note [Copy kernel
@@ -93,99 +74,6 @@ __global__ void __launch_bounds__(kThreads) gather_kernel(Op op, GatherParams p,
   }
 }
 
-// Note [Tiled transpose]: the destination's fast dim a and the source's fast dim b differ. A T x T tile
-// (rows a, columns b) goes through shared memory: the read phase walks b (the source's contiguous dim),
-// the write phase walks a (the destination's), so both global sides are coalesced. With V > 1 (a pure
-// move whose two fast dims have stride 1 and whose sizes, other strides and pointers allow it) every
-// global access is a V-element (16-byte) vector; V == 1 reads and writes single elements through Op
-// (conversions, odd strides). Every thread issues all its loads of a tile before its first shared-memory
-// store. Rows are padded to an odd number of 4-byte words so that the column-wise shared-memory accesses
-// of the other phase spread over the banks (at most 2-way conflicts for 4-byte elements). Other dims
-// form the batch: one decomposition per tile (Divmod on the 32-bit path).
-struct TransposeParams {
-  int64_t size_a, src_a, dst_a;  // the destination's fast dim
-  int64_t size_b, src_b, dst_b;  // the source's fast dim
-  int nbatch_dims;
-  int64_t nbatch;
-  int64_t batch_sizes[kMaxCopyDims], batch_src[kMaxCopyDims], batch_dst[kMaxCopyDims];
-  Divmod batch_div[kMaxCopyDims];
-};
-
-template <class Op, int T, int V, bool Small>
-__global__ void __launch_bounds__(kThreads) transpose_kernel(Op op, TransposeParams p, char* dst, const char* src) {
-  using E = typename Op::Elem;
-  using I = std::conditional_t<Small, uint32_t, int64_t>;
-  constexpr int kPad = sizeof(E) >= 4 ? 1 : 4 / static_cast<int>(sizeof(E));
-  constexpr int W = T + kPad;
-  constexpr int kPerRow = T / V;                    // vectors per tile row
-  constexpr int kPerThread = T * T / V / kThreads;  // vectors per thread per phase
-  static_assert(kPerThread >= 1 && (T * T / V) % kThreads == 0, "tile must split evenly over the threads");
-  static_assert(V == 1 || std::is_same_v<Op, MoveOp<E>>, "vectorised tiles only move bytes");
-  __shared__ E tile[T * W];
-  using EV = Vec<E, V>;
-  const I size_a = static_cast<I>(p.size_a), size_b = static_cast<I>(p.size_b);
-  const I src_a = static_cast<I>(p.src_a), src_b = static_cast<I>(p.src_b);
-  const I dst_a = static_cast<I>(p.dst_a), dst_b = static_cast<I>(p.dst_b);
-  const I tiles_a = (size_a + T - 1) / T, tiles_b = (size_b + T - 1) / T;
-  for (I batch = blockIdx.z; batch < static_cast<I>(p.nbatch); batch += gridDim.z) {
-    I rem = batch, bs = 0, bd = 0;
-    for (int d = p.nbatch_dims - 1; d >= 0; --d) {
-      I q;
-      if constexpr (Small)
-        q = p.batch_div[d].div(rem);
-      else
-        q = rem / p.batch_sizes[d];
-      const I r = rem - q * static_cast<I>(p.batch_sizes[d]);
-      bs += r * static_cast<I>(p.batch_src[d]);
-      bd += r * static_cast<I>(p.batch_dst[d]);
-      rem = q;
-    }
-    for (I ta = blockIdx.y; ta < tiles_a; ta += gridDim.y) {
-      for (I tb = blockIdx.x; tb < tiles_b; tb += gridDim.x) {
-        const I a0 = ta * T, b0 = tb * T;
-        EV buf[kPerThread];
-#pragma unroll
-        for (int j = 0; j < kPerThread; ++j) {
-          const int i = threadIdx.x + j * kThreads;
-          const I a = a0 + i / kPerRow, b = b0 + (i % kPerRow) * V;
-          if (a < size_a && b < size_b) {
-            const I off = bs + a * src_a + b * src_b;
-            if constexpr (V == 1)
-              buf[j].v[0] = op.read(src, off);
-            else
-              buf[j] = *reinterpret_cast<const EV*>(src + static_cast<int64_t>(off) * sizeof(E));
-          }
-        }
-#pragma unroll
-        for (int j = 0; j < kPerThread; ++j) {
-          const int i = threadIdx.x + j * kThreads;
-          const int r = i / kPerRow, c = (i % kPerRow) * V;
-#pragma unroll
-          for (int k = 0; k < V; ++k) tile[r * W + c + k] = buf[j].v[k];
-        }
-        __syncthreads();
-#pragma unroll
-        for (int j = 0; j < kPerThread; ++j) {
-          const int i = threadIdx.x + j * kThreads;
-          const int r = i / kPerRow, c = (i % kPerRow) * V;  // r: column b of the tile, c: row a
-          const I a = a0 + c, b = b0 + r;
-          if (a < size_a && b < size_b) {
-            EV out;
-#pragma unroll
-            for (int k = 0; k < V; ++k) out.v[k] = tile[(c + k) * W + r];
-            const I off = bd + a * dst_a + b * dst_b;
-            if constexpr (V == 1)
-              op.write(dst, off, out.v[0]);
-            else
-              *reinterpret_cast<EV*>(dst + static_cast<int64_t>(off) * sizeof(E)) = out;
-          }
-        }
-        __syncthreads();
-      }
-    }
-  }
-}
-
 template <class T>
 __global__ void __launch_bounds__(kThreads) fill_kernel(T* dst, int64_t n, T value) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
@@ -210,31 +98,6 @@ unsigned blocks_of(int64_t items, int64_t per_block) {
 
 // ---- dispatch --------------------------------------------------------------------------------------------
 
-// Every index and offset of the layout fits the 32-bit path (Note [Fast divmod]).
-bool small_layout(const CopyLayout& l) {
-  int64_t es = 0, ed = 0;
-  return l.numel < (int64_t{1} << 31) && extent_elements(l, true, &es) && extent_elements(l, false, &ed) &&
-         es < (int64_t{1} << 31) && ed < (int64_t{1} << 31);
-}
-
-// The tile variant (SLIMTENSOR_CUDA_COPY_VARIANT, read at every launch so that one benchmark process can
-// compare them: BENCH_VARIANTS=0,1,2 bench/cuda_copies.py): 0 = the default (vector tiles of 256-byte
-// rows), 1 = vector tiles of half the edge, 2 = no vector tiles. Kept only until a GPU run has compared
-// them (none has yet, bench/NOTES.md); then the losers go.
-int copy_variant() {
-  const char* e = std::getenv("SLIMTENSOR_CUDA_COPY_VARIANT");
-  return e ? std::atoi(e) : 0;
-}
-
-template <class Op, int T, int V, bool Small>
-void launch_transpose(const Op& op, const TransposeParams& p, char* dst, const char* src, cudaStream_t stream) {
-  const int64_t tiles_a = (p.size_a + T - 1) / T, tiles_b = (p.size_b + T - 1) / T;
-  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles_b, 0x7FFFFFFF)),
-                  static_cast<unsigned>(std::min<int64_t>(tiles_a, 65535)),
-                  static_cast<unsigned>(std::min<int64_t>(p.nbatch, 65535)));
-  transpose_kernel<Op, T, V, Small><<<grid, kThreads, 0, stream>>>(op, p, dst, src);
-}
-
 // The tile edge for elements of N bytes: rows of 256 bytes (at most 128 elements, at least 32).
 template <int N>
 __host__ __device__ constexpr int tile_edge() {
@@ -247,62 +110,29 @@ cudaError_t run(const Op& op, const CopyLayout& l, char* dst, const char* src, c
   constexpr int kElem = static_cast<int>(sizeof(E));
   const int n = l.ndim;
   const bool small = small_layout(l);
-  // The destination's fast dim is the last (normalize_copy ordered them); find the source's.
-  int b = -1;
-  for (int d = 0; d < n; ++d) {
-    if (l.src_strides[d] > 0 && (b < 0 || l.src_strides[d] < l.src_strides[b])) b = d;
-  }
-  const int a = n - 1;
   constexpr bool kMove = std::is_same_v<Op, MoveOp<E>>;
   // Note [Compile time]: every tile kernel is a fully unrolled body per element type; with the general
-  // conversion inlined 16 times per thread they took most of the plugin's build. So tiles serve moves
-  // and the four hot conversion pairs (PairOp) on the 32-bit path, and only scalar moves on the 64-bit
-  // one (past 2^31 elements); other strided conversions take the gather kernel.
-  const bool tiled = kMove || (small && !std::is_same_v<Op, GenericOp<E>>);
-  if (tiled && n >= 2 && b >= 0 && b != a && l.src_strides[b] < l.src_strides[a] && l.sizes[a] >= 8 &&
-      l.sizes[b] >= 8) {
+  // conversion inlined into them they took most of the plugin's build. So these tiles serve moves and the
+  // four hot conversion pairs (PairOp, scalar tiles for what transpose_convert.cu's vector tiles cannot
+  // take) on the 32-bit path, and only moves on the 64-bit one (past 2^31 elements); other strided
+  // conversions take the gather kernel.
+  if constexpr (!std::is_same_v<Op, GenericOp<E>>) {
     TransposeParams p{};
-    p.size_a = l.sizes[a];
-    p.src_a = l.src_strides[a];
-    p.dst_a = l.dst_strides[a];
-    p.size_b = l.sizes[b];
-    p.src_b = l.src_strides[b];
-    p.dst_b = l.dst_strides[b];
-    p.nbatch = 1;
-    bool strides_vec = true;  // every other stride a whole number of vectors
-    constexpr int V = 16 / kElem;
-    for (int d = 0; d < n; ++d) {
-      if (d == a || d == b) continue;
-      p.batch_sizes[p.nbatch_dims] = l.sizes[d];
-      p.batch_src[p.nbatch_dims] = l.src_strides[d];
-      p.batch_dst[p.nbatch_dims] = l.dst_strides[d];
-      p.batch_div[p.nbatch_dims] = make_divmod(small ? l.sizes[d] : 1);
-      strides_vec = strides_vec && l.src_strides[d] % V == 0 && l.dst_strides[d] % V == 0;
-      ++p.nbatch_dims;
-      p.nbatch *= l.sizes[d];  // <= numel: no overflow
-    }
-    const bool vec = kMove && small && V > 1 && copy_variant() != 2 && p.src_b == 1 && p.dst_a == 1 &&
-                     p.size_a % V == 0 && p.size_b % V == 0 && p.src_a % V == 0 && p.dst_b % V == 0 && strides_vec &&
-                     aligned(src, 16) && aligned(dst, 16);
-    if constexpr (kMove && V > 1) {
-      if (vec) {
-        constexpr int kHalf = tile_edge<kElem>() / 2;
-        if (copy_variant() == 1 && kHalf * kHalf / V >= kThreads)
-          launch_transpose<Op, (kHalf * kHalf / V >= kThreads ? kHalf : tile_edge<kElem>()), V, true>(op, p, dst, src,
-                                                                                                      stream);
-        else
-          launch_transpose<Op, tile_edge<kElem>(), V, true>(op, p, dst, src, stream);
-        return cudaGetLastError();
+    if ((kMove || small) && plan_transpose(l, small, &p)) {
+      constexpr int V = 16 / kElem;
+      constexpr int kScalarTile = kElem > 8 ? 32 : 64;  // 16-byte elements: 16 KiB of shared memory
+      if constexpr (kMove && V > 1) {
+        if (small && vector_tiles_fit(p, V, V, dst, src)) {
+          launch_transpose<Op, tile_edge<kElem>(), V, V, true>(p, dst, src, stream);
+          return cudaGetLastError();
+        }
       }
-    }
-    constexpr int kScalarTile = kElem > 8 ? 32 : 64;  // 16-byte elements: 16 KiB of shared memory
-    if constexpr (!std::is_same_v<Op, GenericOp<E>>) {
       if (small) {
-        launch_transpose<Op, kScalarTile, 1, true>(op, p, dst, src, stream);
+        launch_transpose<Op, kScalarTile, 1, 1, true>(p, dst, src, stream);
         return cudaGetLastError();
       }
       if constexpr (kMove) {
-        launch_transpose<Op, kScalarTile, 1, false>(op, p, dst, src, stream);
+        launch_transpose<Op, kScalarTile, 1, 1, false>(p, dst, src, stream);
         return cudaGetLastError();
       }
     }
@@ -484,6 +314,7 @@ cudaError_t launch_strided_copy(const CopyLayout& layout, void* dst_v, int32_t d
   }
   cudaError_t err = cudaSuccess;
   if (dense && launch_dense_convert(src_dtype, dst_dtype, layout.numel, dst, src, stream, &err)) return err;
+  if (launch_transpose_convert(src_dtype, dst_dtype, layout, dst, src, stream, &err)) return err;
   if (src_dtype == dt::F32 && dst_dtype == dt::BF16) return run(PairOp<dt::F32, dt::BF16>{}, layout, dst, src, stream);
   if (src_dtype == dt::BF16 && dst_dtype == dt::F32) return run(PairOp<dt::BF16, dt::F32>{}, layout, dst, src, stream);
   if (src_dtype == dt::F32 && dst_dtype == dt::F16) return run(PairOp<dt::F32, dt::F16>{}, layout, dst, src, stream);

@@ -50,6 +50,11 @@ cudaError_t launch_strided_copy(const CopyLayout& layout, void* dst, int32_t dst
 // pair's vectors, so the caller takes the strided path.
 bool launch_dense_convert(int32_t s, int32_t d, int64_t n, char* dst, const char* src, cudaStream_t stream,
                           cudaError_t* err);
+// A transposed layout (Note [Tiled transpose]) on the 32-bit path whose strides and pointers allow vector
+// tiles for the pair s -> d (transpose_convert.cu): launches the pair's converting tile kernel, *err its
+// launch status; false (nothing launched) otherwise, so the caller takes the scalar tiles or the gather.
+bool launch_transpose_convert(int32_t s, int32_t d, const CopyLayout& layout, char* dst, const char* src,
+                              cudaStream_t stream, cudaError_t* err);
 // Fills nbytes at dst with the pattern (1..16 bytes, nbytes a multiple of it).
 cudaError_t launch_fill(void* dst, uint64_t nbytes, const void* pattern, uint32_t pattern_size, cudaStream_t stream);
 

@@ -15,7 +15,10 @@ unsigned blocks_of(int64_t items, int64_t per_block) {
 
 // Both sides one dense run, dtypes differ, both pointers aligned to their vectors: each thread converts one
 // vector of V elements, 32 bytes on the wider side (two 16-byte accesses), 16 or fewer on the other. The
-// n % V tail goes to the first threads of block 0, one element each.
+// n % V tail goes to the first threads of block 0, one element each. (More per thread does not help the
+// pairs from 1-byte sources to 8/16-byte ones: at 16 elements per thread, 128-256 contiguous bytes each,
+// a warp's 16-byte stores land 128-256 bytes apart and uint8 -> int64 fell from 0.57 to 0.13 of memcpy on
+// the H200, session 5, bench/NOTES.md.)
 template <int32_t S, int32_t D>
 __host__ __device__ constexpr int dense_vec() {
   constexpr int w = itemsize(S) > itemsize(D) ? itemsize(S) : itemsize(D);

@@ -43,7 +43,9 @@ struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) Vec {
 // An element operation: read(src, element offset) -> Elem, write(dst, element offset, Elem).
 template <class T>
 struct MoveOp {
+  using Src = T;
   using Elem = T;
+  __device__ __forceinline__ static Elem convert(const Src& s) { return s; }
   __device__ __forceinline__ Elem read(const char* src, int64_t off) const {
     return reinterpret_cast<const T*>(src)[off];
   }
@@ -51,27 +53,6 @@ struct MoveOp {
     reinterpret_cast<T*>(dst)[off] = e;
   }
 };
-
-__host__ __device__ constexpr int itemsize(int32_t code) {
-  switch (code) {
-    case dt::U8:
-    case dt::I8:
-    case dt::BOOL: return 1;
-    case dt::I16:
-    case dt::F16:
-    case dt::BF16:
-    case dt::U16: return 2;
-    case dt::I32:
-    case dt::F32:
-    case dt::C32:
-    case dt::U32: return 4;
-    case dt::I64:
-    case dt::F64:
-    case dt::C64:
-    case dt::U64: return 8;
-    default: return 16;  // C128
-  }
-}
 
 // A conversion with both dtypes known at compile time: convert_element folds to the pair's few instructions.
 template <int32_t S, int32_t D>
