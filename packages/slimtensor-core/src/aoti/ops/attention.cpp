@@ -167,14 +167,7 @@ AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
         sdpa<double>(qc, kc, vc, m, is_causal != 0, sc, out_c, lse, fn);
     }
     if (q.dtype() != ct) copy_(out, out_c);
-    AtenTensorHandle h0 = make_handle(std::move(out), fn);
-    try {
-      *ret1 = make_handle(std::move(lse), fn);
-    } catch (...) {
-      delete_handle(h0);
-      throw;
-    }
-    *ret0 = h0;
+    return_handles(fn, {&out, &lse}, {ret0, ret1});
   });
 }
 

@@ -171,18 +171,7 @@ AOTITorchError embedding_bag(const char* fn, bool forward_only, AtenTensorHandle
     Tensor bs = filled(std::vector<int64_t>{bs_len}, it, mode == 0 ? std::vector<int64_t>{} : bag_size);
     Tensor mx = mode == 2 ? filled(out_sizes, it, max_idx)
                           : filled(std::vector<int64_t>{bs_len}, it, mode == 1 ? bag_size : std::vector<int64_t>{});
-    AtenTensorHandle h0 = make_handle(std::move(result), fn), h1 = nullptr, h2 = nullptr;
-    try {
-      h1 = make_handle(std::move(o2b), fn);
-      h2 = make_handle(std::move(bs), fn);
-      *ret3 = make_handle(std::move(mx), fn);
-    } catch (...) {
-      for (AtenTensorHandle h : {h0, h1, h2}) {
-        if (h) aoti_torch_delete_tensor_object(h);
-      }
-      throw;
-    }
-    *ret0 = h0, *ret1 = h1, *ret2 = h2;
+    return_handles(fn, {&result, &o2b, &bs, &mx}, {ret0, ret1, ret2, ret3});
   });
 }
 

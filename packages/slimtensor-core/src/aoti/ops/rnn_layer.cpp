@@ -272,10 +272,7 @@ AOTITorchError aoti_torch_cpu_mkldnn_rnn_layer(AtenTensorHandle input, AtenTenso
       fail(ErrorKind::Runtime, fn, "(): ", onednn::unavailable_reason());
 #endif
     }
-    *ret0 = make_handle(std::move(y), fn);
-    *ret1 = make_handle(std::move(hy), fn);
-    *ret2 = make_handle(std::move(cy), fn);
-    *ret3 = make_handle(std::move(workspace), fn);
+    return_handles(fn, {&y, &hy, &cy, &workspace}, {ret0, ret1, ret2, ret3});
   });
 }
 
