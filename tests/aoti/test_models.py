@@ -93,6 +93,26 @@ def test_wrong_inputs_are_clear_errors(model_dir):
     assert aoti.live_handles() == before
 
 
+@pytest.mark.parametrize("path", ["numpy", "tensors"])
+def test_a_failed_run_does_not_repeat_an_earlier_shim_error(model_dir, path):
+    """Note [Fresh shim errors]: a shim call that failed before the run (here a null handle) is not reported
+    as the last shim error of a run that fails for another reason (a wrong input shape)."""
+    import ctypes
+
+    import slimtensor as st
+    from slimtensor import aoti
+    from slimtensor.aoti import _lib
+
+    assert _lib.lib().aoti_torch_get_dim(None, ctypes.byref(ctypes.c_int64())) != 0
+    earlier = _lib.last_error()
+    assert earlier.startswith("aoti_torch_get_dim()"), earlier
+    x = np.zeros((5, 31), np.float32)
+    with aoti.load(f"{model_dir}/mlp.pt2") as m:
+        with pytest.raises(aoti.AOTIError, match="dim") as failed:
+            m.run_numpy(x) if path == "numpy" else m(st.asarray(x))
+    assert "aoti_torch_get_dim" not in str(failed.value), str(failed.value)
+
+
 def test_dynamic_batch(model_dir):
     from slimtensor import aoti
 

@@ -294,3 +294,21 @@ def test_runs_on_a_non_default_stream(cuda_models):
         s.synchronize()
         assert stc.stream_memory_allocated(s) - on_s >= out.nbytes
         del out
+
+
+def test_a_failed_run_does_not_repeat_an_earlier_plugin_error(cuda_models):
+    """Note [Fresh shim errors] (slimtensor/aoti/_model.py): a plugin call that failed before the run is not
+    reported as the CUDA shims' last error of a run that fails for another reason (a wrong input shape,
+    refused by the model's own input checks)."""
+    from slimtensor import aoti
+
+    from ..aoti_ops._cuda_calls import last_error, lib
+
+    m = cuda_models("pointwise")["pointwise"]
+    wrong = [_to_cuda(np.zeros(tuple(n + 1 for n in a.shape), a.dtype)) for a in m.input_sets[0]]
+    assert lib().slimtensor_cuda_aoti_op_library_status(b"cufft") == 1
+    assert "unknown library cufft" in last_error()
+    with aoti.load(m.path, device="cuda") as model:
+        with pytest.raises(aoti.AOTIError, match="model run failed") as failed:
+            model(*wrong)
+    assert "cufft" not in str(failed.value), str(failed.value)

@@ -74,6 +74,19 @@ def test_unknown_library_name():
     assert "unknown library cufft" in last_error()
 
 
+def test_clear_last_error_empties_it():
+    """The AOTI runner empties the plugin's last error before each call into a model (Note [Fresh shim
+    errors] in slimtensor/aoti/_model.py), so a stale message never joins a later failure's."""
+    from ._cuda_calls import support
+
+    assert lib().slimtensor_cuda_aoti_op_library_status(b"cufft") == 1
+    assert "unknown library cufft" in last_error()
+    support().clear_last_error()
+    assert last_error() == ""
+    assert lib().slimtensor_cuda_aoti_op_library_status(b"cudart") == 1  # and a new failure is reported
+    assert "unknown library cudart" in last_error()
+
+
 _PROBE = """
 import sys
 sys.path.insert(0, {here!r})

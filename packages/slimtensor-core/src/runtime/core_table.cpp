@@ -19,6 +19,7 @@
 #include "copy/copy_plan.h"
 #include "layout/layout.h"
 #include "runtime/counters.h"
+#include "runtime/shared_library.h"
 #include "slimtensor/base/checked_math.h"
 #include "slimtensor/base/error.h"
 #include "slimtensor/runtime/events.h"
@@ -169,9 +170,9 @@ void* core_symbol(const char* name) {
     return nullptr;
   }
   static void* const self = [] {
-    Dl_info info{};
-    if (!dladdr(reinterpret_cast<void*>(&core_table), &info) || !info.dli_fname) return static_cast<void*>(nullptr);
-    return dlopen(info.dli_fname, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);  // already loaded: us
+    const std::string path = core_library_path();
+    if (path.empty()) return static_cast<void*>(nullptr);
+    return dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);  // already loaded: us
   }();
   void* sym = self ? dlsym(self, name) : nullptr;
   if (!sym) core_fail(std::string("st_core_table.core_symbol(): libslimtensor exports no function '") + name + "'");

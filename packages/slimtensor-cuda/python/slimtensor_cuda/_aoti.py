@@ -86,6 +86,8 @@ class CudaAOTISupport:
         L = self._lib
         L.slimtensor_cuda_aoti_last_error.restype = c_char_p
         L.slimtensor_cuda_aoti_last_error.argtypes = []
+        L.slimtensor_cuda_aoti_clear_last_error.restype = None
+        L.slimtensor_cuda_aoti_clear_last_error.argtypes = []
         L.slimtensor_cuda_aoti_current_stream.restype = c_int32
         L.slimtensor_cuda_aoti_current_stream.argtypes = [c_int32, ctypes.POINTER(c_void_p)]
         for name in ("slimtensor_cuda_aoti_model_bytes", "slimtensor_cuda_aoti_model_blocks"):
@@ -199,6 +201,9 @@ class CudaAOTISupport:
     def last_error(self) -> str:
         msg = self._lib.slimtensor_cuda_aoti_last_error()
         return msg.decode("utf-8", "replace") if msg else ""
+
+    def clear_last_error(self) -> None:
+        self._lib.slimtensor_cuda_aoti_clear_last_error()
 
     def model_memory(self) -> dict[str, int]:
         """Device memory the models' runtimes hold through cudaMalloc (Note [Model device memory])."""

@@ -35,6 +35,8 @@ SLIMTENSOR_CUDA_AOTI_API AOTITorchError aoti_torch_cuda_caching_allocator_raw_de
 // ---- host functions (the loader's, through ctypes or C++) ----------------------------------------------
 // The calling thread's message for the last failed call of this library ("" if none).
 SLIMTENSOR_CUDA_AOTI_API const char* slimtensor_cuda_aoti_last_error(void);
+// Empties it: called before a call whose failure is read through it (Note [Plugin errors] in device/error.h).
+SLIMTENSOR_CUDA_AOTI_API void slimtensor_cuda_aoti_clear_last_error(void);
 // Sets *stream to the calling thread's current stream of `device` (what a Run without stream= uses).
 SLIMTENSOR_CUDA_AOTI_API int32_t slimtensor_cuda_aoti_current_stream(int32_t device, void** stream);
 // Device memory the model runtime holds through cudaMalloc / raw_alloc now (Note [Model device memory]):

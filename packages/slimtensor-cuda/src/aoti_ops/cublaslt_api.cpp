@@ -1,11 +1,8 @@
 // cublaslt_api.cpp: cuBLASLt opened at run time (Note [NVIDIA libraries at run time]).
 #include "aoti_ops/cublaslt_api.h"
 
-#include <mutex>
-
 #include "aoti_ops/nvidia_library.h"
 #include "device/error.h"
-#include "device/runtime.h"
 
 namespace slimtensor_cuda::aoti_ops::lt {
 namespace {
@@ -27,8 +24,7 @@ const char* const kNames[] = {"cublasLtCreate",
                               "cublasLtMatmul"};
 
 NvidiaApi<Api> g_api(kCublasLt, kNames);  // Note [One function table per library]
-std::mutex g_handles_mutex;
-Handle g_handles[kMaxDevices] = {};
+DeviceHandles<Handle> g_handles;
 
 }  // namespace
 
@@ -37,14 +33,13 @@ const Api* api(const char* op) { return g_api.get(op); }
 int handle(const char* op, int device, Handle* out) {
   const Api* a = api(op);
   if (a == nullptr) return 1;
-  if (device < 0 || device >= kMaxDevices) return fail("%s(): device index %d is out of range", op, device);
-  std::lock_guard<std::mutex> lock(g_handles_mutex);
-  if (g_handles[device] == nullptr) {
-    const Status st = a->Create(&g_handles[device]);
-    if (st != 0) return fail("%s(): cublasLtCreate failed: %s", op, a->GetStatusString(st));
-  }
-  *out = g_handles[device];
-  return 0;
+  return g_handles.get(
+      op, device,
+      [&](Handle* h) {
+        const Status st = a->Create(h);
+        return st == 0 ? 0 : fail("%s(): cublasLtCreate failed: %s", op, a->GetStatusString(st));
+      },
+      out);
 }
 
 }  // namespace slimtensor_cuda::aoti_ops::lt

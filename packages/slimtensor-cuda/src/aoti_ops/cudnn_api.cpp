@@ -1,11 +1,8 @@
 // cudnn_api.cpp: cuDNN opened at run time (Note [NVIDIA libraries at run time]).
 #include "aoti_ops/cudnn_api.h"
 
-#include <mutex>
-
 #include "aoti_ops/nvidia_library.h"
 #include "device/error.h"
-#include "device/runtime.h"
 
 namespace slimtensor_cuda::aoti_ops::dnn {
 namespace {
@@ -38,8 +35,7 @@ const char* const kNames[] = {"cudnnCreate",
                               "cudnnAddTensor"};
 
 NvidiaApi<Api> g_api(kCudnn, kNames);  // Note [One function table per library]
-std::mutex g_handles_mutex;
-Handle g_handles[kMaxDevices] = {};
+DeviceHandles<Handle> g_handles;
 
 }  // namespace
 
@@ -48,17 +44,18 @@ const Api* api(const char* op) { return g_api.get(op); }
 int handle(const char* op, int device, cudaStream_t stream, Handle* out) {
   const Api* a = api(op);
   if (a == nullptr) return 1;
-  if (device < 0 || device >= kMaxDevices) return fail("%s(): device index %d is out of range", op, device);
+  const int rc = g_handles.get(
+      op, device,
+      [&](Handle* h) {
+        const Status st = a->Create(h);
+        return st == 0 ? 0 : fail("%s(): cudnnCreate failed: %s", op, a->GetErrorString(st));
+      },
+      out);
+  if (rc != 0) return rc;
   // One handle per device shared by threads: cudnnSetStream + the call are not atomic, so calls are serialised
   // by the caller holding conv_mutex() (convolution_op.cpp).
-  std::lock_guard<std::mutex> lock(g_handles_mutex);
-  if (g_handles[device] == nullptr) {
-    const Status st = a->Create(&g_handles[device]);
-    if (st != 0) return fail("%s(): cudnnCreate failed: %s", op, a->GetErrorString(st));
-  }
-  const Status st = a->SetStream(g_handles[device], stream);
+  const Status st = a->SetStream(*out, stream);
   if (st != 0) return fail("%s(): cudnnSetStream failed: %s", op, a->GetErrorString(st));
-  *out = g_handles[device];
   return 0;
 }
 

@@ -19,6 +19,9 @@
 #include <mutex>
 #include <string>
 
+#include "device/error.h"
+#include "device/runtime.h"
+
 namespace slimtensor_cuda::aoti_ops {
 
 struct NvidiaLibrary {
@@ -76,6 +79,31 @@ class NvidiaApi {
  private:
   Api api_{};
   FunctionTable table_;
+};
+
+// One library context per device (a cuBLASLt or cuDNN handle), made on first use and kept for the process
+// (never destroyed: at exit the driver may be gone before us).
+template <typename Handle>
+class DeviceHandles {
+ public:
+  // *out = the handle of `device`, made the first time by create(Handle*), which returns 0, or non-zero with
+  // the last error set (then nothing is kept and the next call tries again).
+  template <typename Create>
+  int get(const char* op, int device, Create&& create, Handle* out) {
+    if (device < 0 || device >= kMaxDevices) return fail("%s(): device index %d is out of range", op, device);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (handles_[device] == nullptr) {
+      Handle made = nullptr;
+      if (create(&made) != 0) return 1;
+      handles_[device] = made;
+    }
+    *out = handles_[device];
+    return 0;
+  }
+
+ private:
+  std::mutex mutex_;
+  Handle handles_[kMaxDevices] = {};
 };
 
 // Where each folder of the search came from, for messages and `slimtensor_cuda` diagnostics.

@@ -30,4 +30,6 @@ int fail_cuda(const char* function, const char* what, cudaError_t err) {
 
 const char* last_error() { return g_last_error; }
 
+void clear_last_error() { g_last_error[0] = '\0'; }
+
 }  // namespace slimtensor_cuda

@@ -17,6 +17,8 @@ through an entry point of group ``slimtensor.aoti`` named after the device type 
   ``stream_handle(index, stream) -> int``: the stream handle a run passes to the container (``stream=`` if
       given, else the thread's current stream);
   ``last_error() -> str``: the plugin shims' last error on this thread;
+  ``clear_last_error()`` (optional, newer plugins): empties it; called before each call into the model so
+      that last_error() afterwards says only what that call said (Note [Fresh shim errors] in _model.py);
   ``graphs``: None, or an object with ``begin(index, stream)``, ``end(index, stream) -> graph``,
       ``replay(graph, stream)`` and ``destroy(graph)`` (Note [Model capture] in _model.py).
 The core imports no plugin itself: the entry point is loaded the first time a model of that device is.

@@ -138,6 +138,11 @@ class AOTIModel:
             None if self._device_type == "cpu" else _device_support.device_support(self._device_type)
         )
         self._index = 0 if self._support is None else self._support.device_index(device)
+        # Note [Fresh shim errors]: what _start_clean calls (clear_last_error is optional for plugins).
+        plugin_clear = getattr(self._support, "clear_last_error", None)
+        self._error_clears = (_lib.lib().slimtensor_clear_last_error,) + (
+            (plugin_clear,) if plugin_clear else ()
+        )
         self.device = device if self._support is None else f"{self._device_type}:{self._index}"
         files = _package.open_model_files(path, self._dir, model_name)
         _package.check_metadata(files, device)
@@ -287,6 +292,7 @@ class AOTIModel:
             POINTER(ctypes.c_bool),
         )
         n, out = c_size_t(), []
+        self._start_clean()
         if self._n_const_fn(container, ctypes.byref(n)) != 0:
             raise self._model_error("slimtensor.aoti.load(): reading the model's constants failed")
         for i in range(n.value):
@@ -301,7 +307,18 @@ class AOTIModel:
             out.append(((s.value or b"").decode("utf-8", "replace"), z.value, d.value, f.value))
         return out
 
+    def _start_clean(self) -> None:
+        """Empties the shims' last errors before a call into the container (Note [Fresh shim errors])."""
+        for clear in self._error_clears:
+            clear()
+
     def _model_error(self, what: str) -> AOTIError:
+        # Note [Fresh shim errors]
+        # A failed container call says little itself ("AOTI_TORCH_ERROR_CODE_CHECK failed"), so the message
+        # adds the last error of the core's shims and of the device plugin's. Those are thread-local and, like
+        # errno, left alone by calls that succeed (the generated code's cleanup after a failing shim must not
+        # wipe its message), so each container call is preceded by _start_clean(): what is added was said
+        # during that call, never by an earlier, unrelated failure.
         msg = c_char_p()
         text = ""
         if self._last_error_fn is not None and self._last_error_fn(ctypes.byref(msg)) == 0 and msg.value:
@@ -333,6 +350,7 @@ class AOTIModel:
         container = c_void_p()
         lib.slimtensor_aoti_owner_enter(self._owner)
         try:
+            self._start_clean()
             rc = self._create_fn(ctypes.byref(container), num_models, device.encode(), None)
             if rc == 0 and self._files.weights_path:
                 if self._blob_fn is None:
@@ -350,6 +368,7 @@ class AOTIModel:
                     self._owner = None
                     raise
                 buf = (c_uint8 * len(self._blob)).from_buffer(self._blob)
+                self._start_clean()
                 rc2 = self._blob_fn(container, buf)
                 if rc2 != 0:
                     err = self._model_error("slimtensor.aoti.load(): loading the weights blob failed")
@@ -430,9 +449,9 @@ class AOTIModel:
                     f"{len(handles)}"
                 )
             # ctypes releases the GIL for the call.
-            rc = self._run_fn(
-                self._container, ins, len(handles), outs, self.num_outputs, self._stream(stream) or None, None
-            )
+            stream_handle = self._stream(stream) or None
+            self._start_clean()
+            rc = self._run_fn(self._container, ins, len(handles), outs, self.num_outputs, stream_handle, None)
             if rc != 0:
                 raise self._model_error("model run failed")
             results = []
@@ -488,6 +507,7 @@ class AOTIModel:
         handle = self._stream(stream)
         self._enter_run()
         try:
+            self._start_clean()
             rc, results = _tensor_module()._aoti_run(
                 self._run_address, self._container_address, tensors, self.num_outputs, self._owner, handle
             )

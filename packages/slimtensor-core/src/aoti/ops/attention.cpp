@@ -16,6 +16,7 @@
 
 #include "aoti/ops/gemm.h"
 #include "aoti/ops/op_args.h"
+#include "aoti/ops/operands.h"
 #include "slimtensor/c/shim_cpu.h"
 #include "slimtensor/copy/copy.h"
 #include "slimtensor/layout/views.h"
@@ -25,13 +26,6 @@ using namespace slimtensor;
 using namespace slimtensor::aoti;
 
 namespace {
-
-Tensor as_dtype(const Tensor& t, ScalarType dt) {
-  if (t.dtype() == dt) return t;
-  Tensor out = empty(IntList(t.sizes(), t.ndim()), dt, kCPUDevice);
-  copy_(out, t);
-  return out;
-}
 
 template <typename T>
 void softmax_rows(T* s, int64_t L, int64_t S, const T* fmask, const bool* bmask, bool causal, T* lse) {
@@ -167,14 +161,7 @@ AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
         sdpa<double>(qc, kc, vc, m, is_causal != 0, sc, out_c, lse, fn);
     }
     if (q.dtype() != ct) copy_(out, out_c);
-    AtenTensorHandle h0 = make_handle(std::move(out), fn);
-    try {
-      *ret1 = make_handle(std::move(lse), fn);
-    } catch (...) {
-      delete_handle(h0);
-      throw;
-    }
-    *ret0 = h0;
+    return_handles(fn, {&out, &lse}, {ret0, ret1});
   });
 }
 

@@ -4,12 +4,13 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "aoti/ops/blas.h"
+#include "runtime/shared_library.h"
 #include "slimtensor/base/error.h"
 
 #ifndef SLIMTENSOR_OPENBLAS_BUILD_PATH
@@ -19,21 +20,9 @@
 namespace slimtensor::aoti::blas {
 namespace {
 
-std::atomic<const Api*> g_api{nullptr};
+LoadedLibrary<Api> g_blas;      // Note [Libraries opened at run time]
 std::atomic<int> g_threads{0};  // requested; 0 = OpenBLAS's default
-std::mutex g_mutex;
-Api g_storage;
-std::string g_path, g_failure;
-
-std::string self_dir() {
-  Dl_info info;
-  if (dladdr(reinterpret_cast<void*>(&set_threads), &info) && info.dli_fname) {
-    std::string p = info.dli_fname;
-    auto slash = p.rfind('/');
-    if (slash != std::string::npos) return p.substr(0, slash);
-  }
-  return ".";
-}
+std::mutex g_mutex;             // serialises the load and set_threads (a count set during the load is not lost)
 
 bool amd_with_avx512() {
 #if defined(__x86_64__)
@@ -46,24 +35,14 @@ bool amd_with_avx512() {
 }
 
 void* open_blas(std::string* path, std::string* errors) {
-  std::string candidates[3];
-  int n = 0;
-  if (const char* env = std::getenv("SLIMTENSOR_OPENBLAS")) candidates[n++] = env;
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("SLIMTENSOR_OPENBLAS")) candidates.push_back(env);
   // <site-packages>/slimtensor/lib/libslimtensor.so -> <site-packages>/scipy_openblas32/lib/
-  candidates[n++] = self_dir() + "/../../scipy_openblas32/lib/libscipy_openblas.so";
-  if (SLIMTENSOR_OPENBLAS_BUILD_PATH[0]) candidates[n++] = SLIMTENSOR_OPENBLAS_BUILD_PATH;
+  candidates.push_back(core_library_dir() + "/../../scipy_openblas32/lib/libscipy_openblas.so");
+  if (SLIMTENSOR_OPENBLAS_BUILD_PATH[0]) candidates.push_back(SLIMTENSOR_OPENBLAS_BUILD_PATH);
   bool set_core = amd_with_avx512() && !std::getenv("OPENBLAS_CORETYPE");
   if (set_core) setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
-  void* h = nullptr;
-  for (int i = 0; i < n && !h; ++i) {
-    h = dlopen(candidates[i].c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (h) {
-      *path = candidates[i];
-    } else {
-      const char* e = dlerror();
-      *errors += "\n  " + candidates[i] + ": " + (e ? e : "?");
-    }
-  }
+  void* h = open_first_library(candidates, path, errors);
   if (set_core) unsetenv("OPENBLAS_CORETYPE");
   return h;
 }
@@ -71,17 +50,17 @@ void* open_blas(std::string* path, std::string* errors) {
 }  // namespace
 
 const Api& api(const char* function) {
-  if (const Api* a = g_api.load(std::memory_order_acquire)) return *a;
+  if (const Api* a = g_blas.api()) return *a;
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (const Api* a = g_api.load(std::memory_order_acquire)) return *a;
-  if (g_failure.empty()) {
-    std::string errors;
-    void* h = open_blas(&g_path, &errors);
+  if (const Api* a = g_blas.api()) return *a;
+  if (g_blas.failure().empty()) {
+    std::string path, errors;
+    void* h = open_blas(&path, &errors);
     if (!h) {
-      g_failure =
+      g_blas.refuse(
           "the BLAS (scipy-openblas32) could not be loaded; install it with 'pip install scipy-openblas32' "
           "or point SLIMTENSOR_OPENBLAS at libscipy_openblas.so. Tried:" +
-          errors;
+          errors);
     } else {
       Api a{};
       a.sgemm = reinterpret_cast<decltype(a.sgemm)>(dlsym(h, "scipy_cblas_sgemm"));
@@ -90,33 +69,31 @@ const Api& api(const char* function) {
       a.get_num_threads = reinterpret_cast<decltype(a.get_num_threads)>(dlsym(h, "scipy_openblas_get_num_threads"));
       a.get_config = reinterpret_cast<decltype(a.get_config)>(dlsym(h, "scipy_openblas_get_config"));
       if (!a.sgemm || !a.dgemm || !a.set_num_threads || !a.get_num_threads) {
-        g_failure = g_path + " is not scipy-openblas32 (no scipy_cblas_sgemm/dgemm); reinstall scipy-openblas32";
+        g_blas.refuse(path + " is not scipy-openblas32 (no scipy_cblas_sgemm/dgemm); reinstall scipy-openblas32");
       } else {
-        g_storage = a;
-        if (int t = g_threads.load()) g_storage.set_num_threads(t);
-        g_api.store(&g_storage, std::memory_order_release);
-        return g_storage;
+        if (int t = g_threads.load()) a.set_num_threads(t);
+        return g_blas.publish(a, path);
       }
     }
   }
-  fail(ErrorKind::Runtime, function, "(): ", g_failure);
+  fail(ErrorKind::Runtime, function, "(): ", g_blas.failure());
 }
 
 void set_threads(int n) {
   if (n < 1) n = 1;
   std::lock_guard<std::mutex> lock(g_mutex);
   g_threads.store(n);
-  if (const Api* a = g_api.load(std::memory_order_acquire)) a->set_num_threads(n);
+  if (const Api* a = g_blas.api()) a->set_num_threads(n);
 }
 
 int threads() {
-  if (const Api* a = g_api.load(std::memory_order_acquire)) return a->get_num_threads();
+  if (const Api* a = g_blas.api()) return a->get_num_threads();
   int t = g_threads.load();
   if (t > 0) return t;
   unsigned hw = std::thread::hardware_concurrency();
   return hw ? static_cast<int>(hw) : 1;
 }
 
-const char* loaded_path() { return g_api.load() ? g_path.c_str() : ""; }
+const char* loaded_path() { return g_blas.path(); }
 
 }  // namespace slimtensor::aoti::blas

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "aoti/ops/op_args.h"
+#include "aoti/ops/operands.h"
 #include "slimtensor/c/shim_cpu.h"
 #include "slimtensor/copy/copy.h"
 #include "slimtensor/copy/fill.h"
@@ -28,19 +29,13 @@ using namespace slimtensor::aoti;
 
 namespace {
 
-Tensor dense(const Tensor& t, ScalarType dt) {
-  Tensor out = empty(IntList(t.sizes(), t.ndim()), dt, kCPUDevice);
-  copy_(out, t);
-  return out;
-}
-
 Tensor filled(std::vector<int64_t> sizes, ScalarType dt, const std::vector<int64_t>& values) {
   Tensor t = empty(sizes, ScalarType::Int64, kCPUDevice);
   if (!values.empty())
     std::memcpy(t.data_ptr(), values.data(), values.size() * sizeof(int64_t));
   else
     fill_(t, Scalar::from_int(0));
-  return dense(t, dt);
+  return dense_copy(t, dt);
 }
 
 template <typename W>
@@ -108,7 +103,7 @@ AOTITorchError embedding_bag(const char* fn, bool forward_only, AtenTensorHandle
     const int64_t num_weights = w.sizes()[0], D = w.sizes()[1], n = ix.numel();
     const int64_t num_bags = of.numel() - (include_last_offset ? 1 : 0);
     if (num_bags < 0) fail(ErrorKind::Value, fn, "(): include_last_offset needs at least one offset");
-    Tensor idx = dense(ix, ScalarType::Int64), off = dense(of, ScalarType::Int64);
+    Tensor idx = dense_copy(ix, ScalarType::Int64), off = dense_copy(of, ScalarType::Int64);
     const int64_t* ip = static_cast<const int64_t*>(idx.data_ptr());
     const int64_t* op = static_cast<const int64_t*>(off.data_ptr());
     if (of.numel() > 0 && op[0] != 0) {
@@ -131,8 +126,8 @@ AOTITorchError embedding_bag(const char* fn, bool forward_only, AtenTensorHandle
                           (D <= 1 || w.strides()[1] == 1) && padding_idx < 0 &&
                           (!ps || ps->numel() <= 1 || ps->strides()[0] == 1);
     const ScalarType acc = t == ScalarType::Float64 ? ScalarType::Float64 : ScalarType::Float32;
-    Tensor wd = dense(w, acc);
-    Tensor psd = ps ? dense(*ps, acc) : Tensor();
+    Tensor wd = dense_copy(w, acc);
+    Tensor psd = ps ? dense_copy(*ps, acc) : Tensor();
     std::vector<int64_t> out_sizes = {num_bags, D};
     Tensor out = empty(out_sizes, acc, kCPUDevice, fn);
     fill_(out, Scalar::from_double(0.0));
@@ -150,7 +145,7 @@ AOTITorchError embedding_bag(const char* fn, bool forward_only, AtenTensorHandle
     Tensor result = empty(out_sizes, t, kCPUDevice, fn);
     copy_(result, out);  // the sum (or max) in the weight dtype
     if (mode == 1) {     // mean: that sum divided by the row count, in the weight dtype's rounding
-      Tensor r = dense(result, acc);
+      Tensor r = dense_copy(result, acc);
       for (int64_t b = 0; b < num_bags; ++b) {
         const int64_t c = std::max<int64_t>(bag_size[b], 1);
         for (int64_t d = 0; d < D; ++d) {
@@ -171,18 +166,7 @@ AOTITorchError embedding_bag(const char* fn, bool forward_only, AtenTensorHandle
     Tensor bs = filled(std::vector<int64_t>{bs_len}, it, mode == 0 ? std::vector<int64_t>{} : bag_size);
     Tensor mx = mode == 2 ? filled(out_sizes, it, max_idx)
                           : filled(std::vector<int64_t>{bs_len}, it, mode == 1 ? bag_size : std::vector<int64_t>{});
-    AtenTensorHandle h0 = make_handle(std::move(result), fn), h1 = nullptr, h2 = nullptr;
-    try {
-      h1 = make_handle(std::move(o2b), fn);
-      h2 = make_handle(std::move(bs), fn);
-      *ret3 = make_handle(std::move(mx), fn);
-    } catch (...) {
-      for (AtenTensorHandle h : {h0, h1, h2}) {
-        if (h) aoti_torch_delete_tensor_object(h);
-      }
-      throw;
-    }
-    *ret0 = h0, *ret1 = h1, *ret2 = h2;
+    return_handles(fn, {&result, &o2b, &bs, &mx}, {ret0, ret1, ret2, ret3});
   });
 }
 

@@ -23,6 +23,7 @@
 
 #include "aoti/ops/blas.h"
 #include "aoti/ops/onednn.h"
+#include "aoti/ops/operands.h"
 #include "layout/layout.h"
 #include "slimtensor/base/error.h"
 #include "slimtensor/copy/copy.h"
@@ -57,13 +58,6 @@ Layout blas_layout(const Tensor& t) {
     l.ld = 1;
   }
   return l;
-}
-
-Tensor contiguous_as(const Tensor& t, ScalarType dtype) {
-  if (t.dtype() == dtype && t.is_contiguous()) return t;
-  Tensor out = empty(IntList(t.sizes(), t.ndim()), dtype, kCPUDevice);
-  copy_(out, t);
-  return out;
 }
 
 template <typename T>

@@ -20,6 +20,7 @@
 #include "aoti/ops/dtype_dispatch.h"
 #include "aoti/ops/gemm.h"
 #include "aoti/ops/op_args.h"
+#include "aoti/ops/operands.h"
 #include "aoti/ops/reduced_float.h"
 #include "slimtensor/c/shim_cpu.h"
 #include "slimtensor/copy/clone.h"
@@ -36,12 +37,6 @@ bool same_view(const Tensor& a, const Tensor& b) {
   return a.storage_impl() == b.storage_impl() && a.storage_offset() == b.storage_offset() && a.dtype() == b.dtype() &&
          a.ndim() == b.ndim() && std::memcmp(a.sizes(), b.sizes(), sizeof(int64_t) * a.ndim()) == 0 &&
          std::memcmp(a.strides(), b.strides(), sizeof(int64_t) * a.ndim()) == 0;
-}
-
-Tensor dense(const Tensor& t, ScalarType dt) {
-  Tensor out = empty(IntList(t.sizes(), t.ndim()), dt, kCPUDevice);
-  copy_(out, t);
-  return out;
 }
 
 // The broadcast of shapes a and b, or an error naming fn.
@@ -128,7 +123,7 @@ void index_put_into(const char* fn, const Tensor& out, const Tensor& s, const st
       continue;
     }
     if (t->dtype() == ScalarType::Bool || t->dtype() == ScalarType::UInt8) {
-      Tensor m = dense(t->ndim() == 0 ? unsqueeze(*t, 0) : *t, ScalarType::Bool);
+      Tensor m = dense_copy(t->ndim() == 0 ? unsqueeze(*t, 0) : *t, ScalarType::Bool);
       for (int k = 0; k < m.ndim(); ++k) {
         if (m.sizes()[k] != s.sizes()[d + k]) {
           fail(ErrorKind::Index, fn, "(): the shape of the mask indices[", i, "] does not match self's at dim ", d + k,
@@ -204,7 +199,7 @@ void index_put_into(const char* fn, const Tensor& out, const Tensor& s, const st
   std::vector<const int64_t*> idx(static_cast<size_t>(nd), nullptr);
   for (int k = 0; k < nd; ++k) {
     if (!per_dim[k].defined()) continue;
-    idx_dense[k] = dense(expand(per_dim[k], bshape), ScalarType::Int64);
+    idx_dense[k] = dense_copy(expand(per_dim[k], bshape), ScalarType::Int64);
     int64_t* p = static_cast<int64_t*>(idx_dense[k].data_ptr());
     for (int64_t e = 0; e < idx_dense[k].numel(); ++e) {
       if (p[e] < -s.sizes()[k] || p[e] >= s.sizes()[k]) {
@@ -222,8 +217,8 @@ void index_put_into(const char* fn, const Tensor& out, const Tensor& s, const st
     const ScalarType w = t == ScalarType::Float64 ? ScalarType::Float64
                          : info(t).is_floating    ? ScalarType::Float32
                                                   : ScalarType::Int64;
-    Tensor o = dense(out, w);
-    Tensor vals = dense(expand(v, rshape), w);
+    Tensor o = dense_copy(out, w);
+    Tensor vals = dense_copy(expand(v, rshape), w);
     auto go = [&](auto* op, auto round) {
       using W = std::remove_pointer_t<decltype(op)>;
       put<W, decltype(round)>(op, o.sizes(), nd, idx, bshape, rshape, first, last, adjacent,

@@ -9,10 +9,12 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "aoti/handle.h"
 #include "aoti/ops/conv_onednn.h"
 #include "aoti/ops/onednn.h"
+#include "runtime/shared_library.h"
 #include "slimtensor/base/error.h"
 #include "slimtensor/c/shim_cpu.h"
 #include "slimtensor/runtime/threads.h"
@@ -36,54 +38,33 @@ int threads() {
 #ifdef SLIMTENSOR_HAVE_DNNL
 namespace {
 
-std::atomic<const Api*> g_api{nullptr};
+LoadedLibrary<Api> g_dnnl;  // Note [Libraries opened at run time]
 std::once_flag g_once;
-Api g_storage;
-std::string g_path, g_failure;
 
-std::string self_dir() {
-  Dl_info info;
-  if (dladdr(reinterpret_cast<void*>(&unavailable_reason), &info) && info.dli_fname) {
-    std::string p = info.dli_fname;
-    auto slash = p.rfind('/');
-    if (slash != std::string::npos) return p.substr(0, slash);
-  }
-  return ".";
-}
+// The loaded functions and engine; only called where api() has returned them.
+const Api& dnnl() { return *g_dnnl.api(); }
 
 void* open_dnnl(std::string* path, std::string* errors) {
-  std::string candidates[3];
-  int n = 0;
-  if (const char* env = std::getenv("SLIMTENSOR_DNNL")) candidates[n++] = env;
-  const std::string bundled = self_dir();
-  candidates[n++] = bundled + "/libdnnl.so.2";
-  if (SLIMTENSOR_DNNL_BUILD_PATH[0]) candidates[n++] = SLIMTENSOR_DNNL_BUILD_PATH;
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("SLIMTENSOR_DNNL")) candidates.push_back(env);
+  const std::string bundled = core_library_dir();
+  candidates.push_back(bundled + "/libdnnl.so.2");
+  if (SLIMTENSOR_DNNL_BUILD_PATH[0]) candidates.push_back(SLIMTENSOR_DNNL_BUILD_PATH);
   // The bundled copy's libOpenCL.so.1 (oneDNN's GPU runtime, never called on the CPU engine): loaded by
   // path, so the DT_NEEDED of either copy finds it by soname even where the system has none.
   const std::string opencl = bundled + "/libOpenCL.so.1";
   if (access(opencl.c_str(), R_OK) == 0) dlopen(opencl.c_str(), RTLD_NOW | RTLD_LOCAL);
-  void* h = nullptr;
-  for (int i = 0; i < n && !h; ++i) {
-    h = dlopen(candidates[i].c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (h) {
-      *path = candidates[i];
-    } else {
-      const char* e = dlerror();
-      *errors += "\n  " + candidates[i] + ": " + (e ? e : "?");
-    }
-  }
-  return h;
+  return open_first_library(candidates, path, errors);
 }
 
 void load() {
-  std::string errors;
-  void* h = open_dnnl(&g_path, &errors);
+  std::string path, errors;
+  void* h = open_dnnl(&path, &errors);
   if (!h) {
-    g_failure =
+    g_dnnl.refuse(
         "oneDNN (libdnnl.so.2) could not be loaded; install it with 'apt-get install libdnnl2' or point "
         "SLIMTENSOR_DNNL at libdnnl.so.2. Tried:" +
-        errors;
-    g_path.clear();
+        errors);
     return;
   }
   Api a{};
@@ -97,24 +78,20 @@ void load() {
   a.omp_get_max_threads = reinterpret_cast<int (*)()>(dlsym(h, "omp_get_max_threads"));
   if (!a.omp_set_num_threads || !a.omp_get_max_threads) missing += " omp_set_num_threads/omp_get_max_threads";
   if (!missing.empty()) {
-    g_failure = g_path + " lacks" + missing + "; slimtensor needs oneDNN 2.x built with OpenMP (Debian's libdnnl2)";
-    g_path.clear();
+    g_dnnl.refuse(path + " lacks" + missing + "; slimtensor needs oneDNN 2.x built with OpenMP (Debian's libdnnl2)");
     return;
   }
   const dnnl_version_t* v = a.dnnl_version();
   if (!v || v->major != DNNL_VERSION_MAJOR) {
-    g_failure = g_path + " is oneDNN " + (v ? std::to_string(v->major) : std::string("?")) +
-                ".x but slimtensor was built against " + std::to_string(DNNL_VERSION_MAJOR) + ".x";
-    g_path.clear();
+    g_dnnl.refuse(path + " is oneDNN " + (v ? std::to_string(v->major) : std::string("?")) +
+                  ".x but slimtensor was built against " + std::to_string(DNNL_VERSION_MAJOR) + ".x");
     return;
   }
   if (a.dnnl_engine_create(&a.engine, dnnl_cpu, 0) != dnnl_success) {
-    g_failure = g_path + ": no oneDNN CPU engine could be created";
-    g_path.clear();
+    g_dnnl.refuse(path + ": no oneDNN CPU engine could be created");
     return;
   }
-  g_storage = a;
-  g_api.store(&g_storage, std::memory_order_release);
+  g_dnnl.publish(a, path);
 }
 
 const char* status_name(dnnl_status_t s) {
@@ -133,24 +110,24 @@ const char* status_name(dnnl_status_t s) {
 struct ThreadStream {
   dnnl_stream_t s = nullptr;
   ~ThreadStream() {
-    if (s) g_storage.dnnl_stream_destroy(s);
+    if (s) dnnl().dnnl_stream_destroy(s);
   }
 };
 
 }  // namespace
 
 const Api* api() {
-  if (const Api* a = g_api.load(std::memory_order_acquire)) return a;
+  if (const Api* a = g_dnnl.api()) return a;
   std::call_once(g_once, load);
-  return g_api.load(std::memory_order_acquire);
+  return g_dnnl.api();
 }
 
 const char* unavailable_reason() {
   api();
-  return g_failure.c_str();
+  return g_dnnl.failure().c_str();
 }
 
-const char* loaded_path() { return g_api.load() ? g_path.c_str() : ""; }
+const char* loaded_path() { return g_dnnl.path(); }
 
 std::string version() {
   const Api* a = api();
@@ -186,70 +163,69 @@ void check(dnnl_status_t status, const char* fn, const char* what) {
 
 dnnl_stream_t thread_stream(const char* fn) {
   thread_local ThreadStream ts;
-  if (!ts.s)
-    check(g_storage.dnnl_stream_create(&ts.s, g_storage.engine, dnnl_stream_default_flags), fn, "create a stream");
+  if (!ts.s) check(dnnl().dnnl_stream_create(&ts.s, dnnl().engine, dnnl_stream_default_flags), fn, "create a stream");
   return ts.s;
 }
 
 Memory::Memory(const dnnl_memory_desc_t& md, void* data, const char* fn) {
-  check(g_storage.dnnl_memory_create(&m_, &md, g_storage.engine, data), fn, "create a memory object");
+  check(dnnl().dnnl_memory_create(&m_, &md, dnnl().engine, data), fn, "create a memory object");
 }
 Memory::~Memory() {
-  if (m_) g_storage.dnnl_memory_destroy(m_);
+  if (m_) dnnl().dnnl_memory_destroy(m_);
 }
 
 PrimitiveDesc& PrimitiveDesc::operator=(PrimitiveDesc&& o) noexcept {
   if (this != &o) {
-    if (pd) g_storage.dnnl_primitive_desc_destroy(pd);
+    if (pd) dnnl().dnnl_primitive_desc_destroy(pd);
     pd = o.pd;
     o.pd = nullptr;
   }
   return *this;
 }
 PrimitiveDesc::~PrimitiveDesc() {
-  if (pd) g_storage.dnnl_primitive_desc_destroy(pd);
+  if (pd) dnnl().dnnl_primitive_desc_destroy(pd);
 }
 Primitive& Primitive::operator=(Primitive&& o) noexcept {
   if (this != &o) {
-    if (p) g_storage.dnnl_primitive_destroy(p);
+    if (p) dnnl().dnnl_primitive_destroy(p);
     p = o.p;
     o.p = nullptr;
   }
   return *this;
 }
 Primitive::~Primitive() {
-  if (p) g_storage.dnnl_primitive_destroy(p);
+  if (p) dnnl().dnnl_primitive_destroy(p);
 }
 
 dnnl_primitive_attr_t user_scratchpad_attr(const char* fn) {
   dnnl_primitive_attr_t attr = nullptr;
-  check(g_storage.dnnl_primitive_attr_create(&attr), fn, "create a primitive attribute");
-  dnnl_status_t s = g_storage.dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-  if (s != dnnl_success) g_storage.dnnl_primitive_attr_destroy(attr);
+  check(dnnl().dnnl_primitive_attr_create(&attr), fn, "create a primitive attribute");
+  dnnl_status_t s = dnnl().dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  if (s != dnnl_success) dnnl().dnnl_primitive_attr_destroy(attr);
   check(s, fn, "set the scratchpad mode");
   return attr;
 }
 
 AttrGuard::~AttrGuard() {
-  if (attr) g_storage.dnnl_primitive_attr_destroy(attr);
+  if (attr) dnnl().dnnl_primitive_attr_destroy(attr);
 }
 
 Step make_step(const PrimitiveDesc& pd, const char* fn, const char* what) {
   Step step;
-  check(g_storage.dnnl_primitive_create(&step.prim.p, pd.pd), fn, what);
-  if (const dnnl_memory_desc_t* md = g_storage.dnnl_primitive_desc_query_md(pd.pd, dnnl_query_scratchpad_md, 0)) {
+  check(dnnl().dnnl_primitive_create(&step.prim.p, pd.pd), fn, what);
+  if (const dnnl_memory_desc_t* md = dnnl().dnnl_primitive_desc_query_md(pd.pd, dnnl_query_scratchpad_md, 0)) {
     step.scratch_md = *md;
-    step.scratch_bytes = g_storage.dnnl_memory_desc_get_size(md);
+    step.scratch_bytes = dnnl().dnnl_memory_desc_get_size(md);
   }
   return step;
 }
 
 Step make_reorder(const dnnl_memory_desc_t& src, const dnnl_memory_desc_t& dst, const char* fn) {
-  if (g_storage.dnnl_memory_desc_equal(&src, &dst)) return Step();
+  if (dnnl().dnnl_memory_desc_equal(&src, &dst)) return Step();
   AttrGuard attr{user_scratchpad_attr(fn)};
   dnnl_primitive_desc_t pd = nullptr;
-  check(g_storage.dnnl_reorder_primitive_desc_create(&pd, &src, g_storage.engine, &dst, g_storage.engine, attr.attr),
-        fn, "create a reorder");
+  check(dnnl().dnnl_reorder_primitive_desc_create(&pd, &src, dnnl().engine, &dst, dnnl().engine, attr.attr), fn,
+        "create a reorder");
   PrimitiveDesc owned(pd);
   return make_step(owned, fn, "create a reorder");
 }
@@ -261,9 +237,9 @@ void execute(const Step& step, std::vector<dnnl_exec_arg_t> args, const char* fn
     args.push_back({DNNL_ARG_SCRATCHPAD, scratch->get()});
   }
   dnnl_stream_t stream = thread_stream(fn);
-  check(g_storage.dnnl_primitive_execute(step.prim.p, stream, static_cast<int>(args.size()), args.data()), fn,
+  check(dnnl().dnnl_primitive_execute(step.prim.p, stream, static_cast<int>(args.size()), args.data()), fn,
         "execute a primitive");
-  check(g_storage.dnnl_stream_wait(stream), fn, "finish a primitive");
+  check(dnnl().dnnl_stream_wait(stream), fn, "finish a primitive");
 }
 
 void* thread_buffer(int slot, size_t bytes) {
@@ -289,7 +265,7 @@ void* thread_buffer(int slot, size_t bytes) {
 }
 
 dnnl_memory_desc_t query_md(const PrimitiveDesc& pd, dnnl_query_t what, int index) {
-  const dnnl_memory_desc_t* md = g_storage.dnnl_primitive_desc_query_md(pd.pd, what, index);
+  const dnnl_memory_desc_t* md = dnnl().dnnl_primitive_desc_query_md(pd.pd, what, index);
   dnnl_memory_desc_t out{};
   if (md) out = *md;
   return out;
@@ -297,29 +273,27 @@ dnnl_memory_desc_t query_md(const PrimitiveDesc& pd, dnnl_query_t what, int inde
 
 std::string implementation(const PrimitiveDesc& pd) {
   const char* name = nullptr;
-  if (g_storage.dnnl_primitive_desc_query(pd.pd, dnnl_query_impl_info_str, 0, &name) != dnnl_success || !name)
-    return "";
+  if (dnnl().dnnl_primitive_desc_query(pd.pd, dnnl_query_impl_info_str, 0, &name) != dnnl_success || !name) return "";
   return name;
 }
 
-size_t md_bytes(const dnnl_memory_desc_t& md) { return g_storage.dnnl_memory_desc_get_size(&md); }
+size_t md_bytes(const dnnl_memory_desc_t& md) { return dnnl().dnnl_memory_desc_get_size(&md); }
 bool md_equal(const dnnl_memory_desc_t& a, const dnnl_memory_desc_t& b) {
-  return g_storage.dnnl_memory_desc_equal(&a, &b) != 0;
+  return dnnl().dnnl_memory_desc_equal(&a, &b) != 0;
 }
 
 dnnl_memory_desc_t strided_md(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
                               dnnl_data_type_t dt, const char* fn) {
   dnnl_memory_desc_t md;
-  check(
-      g_storage.dnnl_memory_desc_init_by_strides(&md, static_cast<int>(sizes.size()), sizes.data(), dt, strides.data()),
-      fn, "describe a strided tensor");
+  check(dnnl().dnnl_memory_desc_init_by_strides(&md, static_cast<int>(sizes.size()), sizes.data(), dt, strides.data()),
+        fn, "describe a strided tensor");
   return md;
 }
 
 dnnl_memory_desc_t tagged_md(const std::vector<int64_t>& sizes, dnnl_data_type_t dt, dnnl_format_tag_t tag,
                              const char* fn) {
   dnnl_memory_desc_t md;
-  check(g_storage.dnnl_memory_desc_init_by_tag(&md, static_cast<int>(sizes.size()), sizes.data(), dt, tag), fn,
+  check(dnnl().dnnl_memory_desc_init_by_tag(&md, static_cast<int>(sizes.size()), sizes.data(), dt, tag), fn,
         "describe a tensor");
   return md;
 }

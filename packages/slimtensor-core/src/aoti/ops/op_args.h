@@ -1,5 +1,9 @@
-// src/aoti/ops/op_args.h: argument checks shared by the CPU op fallbacks (cpu device, dtype, rank, optional handles).
+// src/aoti/ops/op_args.h: argument checks shared by the CPU op fallbacks (cpu device, dtype, rank, optional handles)
+// and the handing out of their results.
 #pragma once
+
+#include <cstddef>
+#include <utility>
 
 #include "aoti/handle.h"
 
@@ -24,6 +28,22 @@ inline void check_same_dtype(const Tensor& a, const Tensor& b, const char* fn, c
     fail(ErrorKind::Type, fn, "(): ", an, " is ", name(a.dtype()), " but ", bn, " is ", name(b.dtype()),
          "; both must have the same dtype");
   }
+}
+
+// Hands an op's results out as new handles, all or none: rets[i] receives the handle of *results[i] once
+// every handle is made; when one cannot be made, those already made are deleted and the error propagates,
+// so a failed op leaks no handle and writes no output pointer.
+template <size_t N>
+void return_handles(const char* fn, Tensor* const (&results)[N], AtenTensorHandle* const (&rets)[N]) {
+  AtenTensorHandle made[N] = {};
+  size_t n = 0;
+  try {
+    for (; n < N; ++n) made[n] = make_handle(std::move(*results[n]), fn);
+  } catch (...) {
+    for (size_t i = 0; i < n; ++i) delete_handle(made[i]);
+    throw;
+  }
+  for (size_t i = 0; i < N; ++i) *rets[i] = made[i];
 }
 
 }  // namespace slimtensor::aoti

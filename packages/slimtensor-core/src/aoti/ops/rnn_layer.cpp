@@ -27,6 +27,7 @@
 
 #include "aoti/ops/onednn.h"
 #include "aoti/ops/op_args.h"
+#include "aoti/ops/operands.h"
 #include "slimtensor/c/shim_cpu.h"
 #include "slimtensor/copy/copy.h"
 #include "slimtensor/tensor/factories.h"
@@ -43,13 +44,6 @@ bool rnn_dtype(ScalarType t) {
 }
 
 // t as a float32 tensor: t itself when it already is one (any strides), else a converted contiguous copy.
-Tensor as_float32(const Tensor& t) {
-  if (t.dtype() == ScalarType::Float32) return t;
-  Tensor out = empty(IntList(t.sizes(), t.ndim()), ScalarType::Float32, kCPUDevice);
-  copy_(out, t);
-  return out;
-}
-
 Tensor contiguous_float32(const Tensor& t) {
   if (t.dtype() == ScalarType::Float32 && t.is_contiguous()) return t;
   Tensor out = empty(IntList(t.sizes(), t.ndim()), ScalarType::Float32, kCPUDevice);
@@ -250,14 +244,14 @@ AOTITorchError aoti_torch_cpu_mkldnn_rnn_layer(AtenTensorHandle input, AtenTenso
       Tensor bias = empty(std::vector<int64_t>{g}, ScalarType::Float32, kCPUDevice);
       std::fill_n(static_cast<float*>(const_cast<void*>(static_cast<const void*>(bias.data_ptr()))), g, 0.0f);
       if (has_biases) {
-        Tensor bi = as_float32(*b_ih), bh = as_float32(*b_hh);
+        Tensor bi = as_dtype(*b_ih, ScalarType::Float32), bh = as_dtype(*b_hh, ScalarType::Float32);
         auto* bp = static_cast<float*>(const_cast<void*>(static_cast<const void*>(bias.data_ptr())));
         const auto* bip = static_cast<const float*>(bi.data_ptr());
         const auto* bhp = static_cast<const float*>(bh.data_ptr());
         const int64_t si = bi.strides()[0], sh = bh.strides()[0];
         for (int64_t k = 0; k < g; ++k) bp[k] = bip[k * si] + bhp[k * sh];
       }
-      Tensor wi = as_float32(w_ih), wh = as_float32(w_hh);
+      Tensor wi = as_dtype(w_ih, ScalarType::Float32), wh = as_dtype(w_hh, ScalarType::Float32);
       const bool f32 = x.dtype() == ScalarType::Float32;
       Tensor yf = f32 ? y : empty_like_sizes(y, ScalarType::Float32);
       Tensor hyf = f32 ? hy : empty_like_sizes(hy, ScalarType::Float32);
@@ -272,10 +266,7 @@ AOTITorchError aoti_torch_cpu_mkldnn_rnn_layer(AtenTensorHandle input, AtenTenso
       fail(ErrorKind::Runtime, fn, "(): ", onednn::unavailable_reason());
 #endif
     }
-    *ret0 = make_handle(std::move(y), fn);
-    *ret1 = make_handle(std::move(hy), fn);
-    *ret2 = make_handle(std::move(cy), fn);
-    *ret3 = make_handle(std::move(workspace), fn);
+    return_handles(fn, {&y, &hy, &cy, &workspace}, {ret0, ret1, ret2, ret3});
   });
 }
 

@@ -21,6 +21,7 @@
 #include "aoti/ops/dtype_dispatch.h"
 #include "aoti/ops/gemm.h"
 #include "aoti/ops/op_args.h"
+#include "aoti/ops/operands.h"
 #include "aoti/ops/reduced_float.h"
 #include "slimtensor/c/shim_cpu.h"
 #include "slimtensor/copy/clone.h"
@@ -45,12 +46,6 @@ Reduce reduce_arg(const char* reduce, const char* fn) {
   if (r == "amax") return Reduce::Amax;
   if (r == "amin") return Reduce::Amin;
   fail(ErrorKind::Value, fn, "(): reduce must be \"sum\", \"prod\", \"mean\", \"amax\" or \"amin\" but is \"", r, "\"");
-}
-
-Tensor dense_copy(const Tensor& t, ScalarType dt) {
-  Tensor out = empty(IntList(t.sizes(), t.ndim()), dt, kCPUDevice);
-  copy_(out, t);
-  return out;
 }
 
 bool same_view(const Tensor& a, const Tensor& b) {

@@ -15,6 +15,7 @@
 
 #include "aoti/ops/dtype_dispatch.h"
 #include "aoti/ops/op_args.h"
+#include "aoti/ops/operands.h"
 #include "aoti/ops/promotion.h"
 #include "runtime/parallel.h"
 #include "slimtensor/c/shim_cpu.h"
@@ -25,12 +26,6 @@ using namespace slimtensor;
 using namespace slimtensor::aoti;
 
 namespace {
-
-Tensor contiguous_as(const Tensor& t, ScalarType dt) {
-  Tensor out = empty(IntList(t.sizes(), t.ndim()), dt, kCPUDevice);
-  copy_(out, t);
-  return out;
-}
 
 template <typename K>
 int64_t bound(const K* row, const int64_t* sort, int64_t n, K v, bool right) {
@@ -123,11 +118,11 @@ Tensor searchsorted(const char* fn, const Tensor& seq, const Tensor* self, doubl
   if (v.numel() == 0) return out;
   // Compare in the common dtype, widened exactly: float64 for floating, int64 for integers.
   const ScalarType key = info(common).is_floating ? ScalarType::Float64 : ScalarType::Int64;
-  Tensor s = contiguous_as(common == seq.dtype() ? seq : contiguous_as(seq, common), key);
-  Tensor x = contiguous_as(common == v.dtype() ? v : contiguous_as(v, common), key);
+  Tensor s = dense_copy(common == seq.dtype() ? seq : dense_copy(seq, common), key);
+  Tensor x = dense_copy(common == v.dtype() ? v : dense_copy(v, common), key);
   Tensor so;
   if (sorter) {
-    so = contiguous_as(*sorter, ScalarType::Int64);
+    so = dense_copy(*sorter, ScalarType::Int64);
     const int64_t n = seq.sizes()[seq.ndim() - 1];
     const int64_t* p = static_cast<const int64_t*>(so.data_ptr());
     for (int64_t i = 0; i < so.numel(); ++i) {

@@ -186,14 +186,7 @@ AOTITorchError sort_impl(const char* fn, AtenTensorHandle self, bool stable, int
     Tensor indices = empty_like(s, ScalarType::Int64, kCPUDevice);
     store_rows(values, d, gather_rows(rows_of(s, d, s.dtype()), idx, n));
     store_rows(indices, d, idx);
-    AtenTensorHandle v = make_handle(std::move(values), fn);
-    try {
-      *ret1 = make_handle(std::move(indices), fn);
-    } catch (...) {
-      aoti_torch_delete_tensor_object(v);
-      throw;
-    }
-    *ret0 = v;
+    return_handles(fn, {&values, &indices}, {ret0, ret1});
   });
 }
 
@@ -231,14 +224,7 @@ AOTITorchError aoti_torch_cpu_topk(AtenTensorHandle self, int64_t k, int64_t dim
     Tensor indices = empty(sizes, ScalarType::Int64, kCPUDevice, fn);
     store_rows(values, d, gather_rows(rows_of(s, d, s.dtype()), idx, k));
     store_rows(indices, d, idx);
-    AtenTensorHandle v = make_handle(std::move(values), fn);
-    try {
-      *ret1 = make_handle(std::move(indices), fn);
-    } catch (...) {
-      aoti_torch_delete_tensor_object(v);
-      throw;
-    }
-    *ret0 = v;
+    return_handles(fn, {&values, &indices}, {ret0, ret1});
   });
 }
 

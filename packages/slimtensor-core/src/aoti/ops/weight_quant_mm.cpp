@@ -37,6 +37,7 @@
 
 #include "aoti/ops/gemm.h"
 #include "aoti/ops/op_args.h"
+#include "aoti/ops/operands.h"
 #include "slimtensor/c/shim_cpu.h"
 #include "slimtensor/copy/copy.h"
 #include "slimtensor/layout/views.h"
@@ -59,22 +60,15 @@ void check_activation(const Tensor& a, const char* fn) {
   check_ndim(a, 2, fn, "self");
 }
 
-Tensor as_float(const Tensor& t, const char* fn) {
-  if (t.dtype() == ScalarType::Float32 && t.is_contiguous()) return t;
-  Tensor out = empty(IntList(t.sizes(), t.ndim()), ScalarType::Float32, kCPUDevice, fn);
-  copy_(out, t);
-  return out;
-}
-
 // The result of A (M, K) @ W (N, K)^T in A's dtype, W float32 contiguous; `scales` (N) multiplies each column
 // before the one rounding when given.
 Tensor weight_matmul(const Tensor& a, const Tensor& w, const Tensor* scales, const char* fn) {
   const int64_t m = a.sizes()[0], n = w.sizes()[0];
   Tensor c = empty(std::vector<int64_t>{m, n}, ScalarType::Float32, kCPUDevice, fn);
   if (m > 0 && n > 0) {
-    gemm(c, as_float(a, fn), transpose(w, 0, 1), 1.0, 0.0, fn);
+    gemm(c, contiguous_as(a, ScalarType::Float32, fn), transpose(w, 0, 1), 1.0, 0.0, fn);
     if (scales) {
-      Tensor s = as_float(*scales, fn);
+      Tensor s = contiguous_as(*scales, ScalarType::Float32, fn);
       const float* sp = static_cast<const float*>(s.data_ptr());
       float* cp = static_cast<float*>(c.data_ptr());
       for (int64_t i = 0; i < m; ++i) {
@@ -166,7 +160,7 @@ Tensor int4pack_mm(const Tensor& a, const Tensor& b, int64_t group, const Tensor
   }
   std::vector<uint8_t> q(static_cast<size_t>(n * k));
   if (n > 0 && k > 0) unpack_int4(static_cast<const uint8_t*>(b.data_ptr()), n, k, q.data());
-  Tensor s = as_float(sz, fn);
+  Tensor s = contiguous_as(sz, ScalarType::Float32, fn);
   const float* sp = static_cast<const float*>(s.data_ptr());
   Tensor w = empty(std::vector<int64_t>{n, k}, ScalarType::Float32, kCPUDevice, fn);
   float* wp = static_cast<float*>(w.data_ptr());
@@ -204,7 +198,7 @@ AOTITorchError aoti_torch_cpu__weight_int8pack_mm(AtenTensorHandle self, AtenTen
     if (s.sizes()[0] != n) {
       fail(ErrorKind::Value, fn, "(): scales must have N = ", n, " elements (mat2's rows) but has ", s.sizes()[0]);
     }
-    *ret0 = make_handle(weight_matmul(a, as_float(b, fn), &s, fn), fn);
+    *ret0 = make_handle(weight_matmul(a, contiguous_as(b, ScalarType::Float32, fn), &s, fn), fn);
   });
 }
 
