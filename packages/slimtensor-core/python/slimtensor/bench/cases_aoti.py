@@ -247,11 +247,16 @@ def _model_cases(libs: Libs, quick: bool) -> list[Case]:
             if row is None or "skipped" in row:
                 why = row["skipped"] if row else f"{MODEL_HARNESS} gave no result for {row_name}"
                 return {"slimtensor": {"skipped": why}}
-            # the harness reports every sample (microseconds per call), both libraries interleaved
-            # (Note [Interleaved model samples]), and the 1-minute load average before and after the case
+
+            # the harness reports every sample (microseconds per call, wall-clock and CPU), both libraries
+            # interleaved (Note [Interleaved model samples]), and the 1-minute load average before and after
+            def side(lib: str, **extra) -> dict:
+                wall = summarize([x * 1e-6 for x in row[f"{lib}_us"]])
+                return dict(wall, cpu=summarize([x * 1e-6 for x in row[f"{lib}_cpu_us"]]), **extra)
+
             return {
-                "slimtensor": dict(summarize([x * 1e-6 for x in row["slim_us"]]), load_avg=row["load_avg"]),
-                "torch": summarize([x * 1e-6 for x in row["torch_us"]]),
+                "slimtensor": side("slim", load_avg=row["load_avg"]),
+                "torch": side("torch"),
                 "numpy": {"skipped": f"numpy cannot run {what}"},
             }
 
