@@ -32,7 +32,7 @@ BUILD_FLAGS := $(BUILD_LOG) --no-build-isolation -Cbuild-dir=build/{wheel_tag} -
 export CMAKE_BUILD_PARALLEL_LEVEL := $(JOBS)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: lab test test-zoo build build-test build-lab build-compile system-deps stubs check-stubs lint format bench bench-models wheel clean distclean help
+.PHONY: lab test test-zoo build build-test build-lab build-compile system-deps stubs check-stubs lint format bench bench-models bench-aoti wheel clean distclean help
 
 help:
 	@echo "make lab        install the packages and open JupyterLab on notebooks/"
@@ -43,7 +43,8 @@ help:
 	@echo "make lint       ruff, ruff format, clang-format and the stub check (make test runs it)"
 	@echo "make format     apply ruff format and clang-format to the whole tree"
 	@echo "make bench      run the full benchmark suite into benchmarks/results/"
-	@echo "make bench-models  compile the benchmark-sized oneDNN models (convolution, LSTM) make bench times"
+	@echo "make bench-aoti  the AOTI model cases alone into benchmarks/results/aoti_cpu.json"
+	@echo "make bench-models  compile the models make bench times beyond the tests' (oneDNN blocks, the whole zoo)"
 	@echo "make wheel      build the core wheel into dist/"
 	@echo "make browser-check  run every notebook in headless Chromium, screenshots to build/browser-check/"
 
@@ -166,19 +167,28 @@ format: $(TEST_VENV)/.stamp
 # OPENBLAS_CORETYPE (set on some machines for old OpenBLAS builds) slows numpy's and torch's copies:
 # unset for the benchmark run only.
 # The AOTI model cases time the models the AOTI tests compiled (the newest folder of .cache/aoti-models/),
-# and the oneDNN block's models of the op-fallback zoo (the newest op_model_zoo folder holding them; the
-# tests compile only the small ones: `make bench-models` compiles the benchmark-sized ones).
+# the oneDNN block's models of the op-fallback zoo (the newest op_model_zoo folder holding them; the tests
+# compile only the small ones) and the whole architecture zoo (make test compiles a reduced one):
+# `make bench-models` compiles the last two.
 AOTI_MODELS = $(dir $(firstword $(shell ls -t .cache/aoti-models/*/pointwise.pt2 2>/dev/null)))
 ONEDNN_MODELS = $(dir $(firstword $(shell ls -t .cache/aoti-models/op_model_zoo-*/onednn_bench_lstm.pt2 2>/dev/null)))
+ZOO_MODELS = $(dir $(firstword $(shell ls -t .cache/aoti-models/arch_zoo-*/conv_decoder.pt2 2>/dev/null)))
 _empty :=
 _space := $(_empty) $(_empty)
-BENCH_MODELS = $(subst $(_space),:,$(strip $(patsubst %/,%,$(AOTI_MODELS) $(ONEDNN_MODELS))))
+BENCH_MODELS = $(subst $(_space),:,$(strip $(patsubst %/,%,$(AOTI_MODELS) $(ONEDNN_MODELS) $(ZOO_MODELS))))
 bench-models: build-test
 	$(TEST_VENV)/bin/python -c "import sys; sys.path[:0] = ['.', 'tests/aoti']; from tests.aoti._helpers import compile_models; \
-	  from op_model_zoo import ONEDNN_BENCH_MODELS; print(compile_models(ONEDNN_BENCH_MODELS, zoo='op_model_zoo'))"
+	  from op_model_zoo import ONEDNN_BENCH_MODELS; print(compile_models(ONEDNN_BENCH_MODELS, zoo='op_model_zoo')); \
+	  from tests.aoti.test_arch_zoo import ZOO; print(compile_models(sorted(ZOO), zoo='arch_zoo'))"
 bench: build-test
 	env -u OPENBLAS_CORETYPE $(if $(BENCH_MODELS),SLIMTENSOR_BENCH_AOTI_MODELS=$(BENCH_MODELS)) \
 	  $(TEST_VENV)/bin/python -m slimtensor.bench --out benchmarks/results/latest.json
+
+# The AOTI model, convolution and addmm cases alone (every zoo model, 1 and 2 threads): issue 12's targets.
+bench-aoti: build-test
+	env -u OPENBLAS_CORETYPE $(if $(BENCH_MODELS),SLIMTENSOR_BENCH_AOTI_MODELS=$(BENCH_MODELS)) \
+	  $(TEST_VENV)/bin/python -m slimtensor.bench --filter aoti/model/ --filter aoti/conv/ --filter aoti/addmm/ \
+	  --out benchmarks/results/aoti_cpu.json --targets
 
 wheel: $(TEST_VENV)/.stamp
 	$(TEST_VENV)/bin/python -m pip wheel $(PIP_FLAGS) --no-build-isolation --no-deps -w dist $(CORE)

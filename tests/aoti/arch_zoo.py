@@ -10,6 +10,8 @@ The single-op models of the fallbacks (FFT, int8/int4 weight-only matmul, ...) l
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -57,157 +59,94 @@ class _Hidden(nn.Module):
         return (out.last_hidden_state, out.pooler_output) if self.pooled else out.last_hidden_state
 
 
-def gpt2():
-    from transformers import GPT2Config, GPT2LMHeadModel
+# One row per family: transformers' config and model classes, the config's sizes, the model's own arguments.
+# The grouped-query decoders (Llama, Qwen2, Mistral) share one size; so do the BERT-style encoders.
+@dataclass(frozen=True)
+class Family:
+    config: str  # a transformers config class
+    model: str  # the model class built from it
+    sizes: dict
+    model_kw: dict = field(default_factory=dict)
+    module: str = "transformers"  # where `model` lives (WhisperEncoder is not exported at the top)
 
-    return GPT2LMHeadModel(
-        _tiny(
-            GPT2Config,
+
+_GQA_DECODER = dict(
+    vocab_size=VOCAB,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=64,
+)
+_ENCODER = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
+FAMILIES: dict[str, Family] = {
+    "gpt2": Family(
+        "GPT2Config",
+        "GPT2LMHeadModel",
+        dict(
+            vocab_size=VOCAB, n_positions=64, n_embd=32, n_layer=2, n_head=4, bos_token_id=0, eos_token_id=0
+        ),
+    ),
+    "llama": Family("LlamaConfig", "LlamaForCausalLM", _GQA_DECODER),
+    "qwen2": Family("Qwen2Config", "Qwen2ForCausalLM", _GQA_DECODER),
+    # a sliding window shorter than the sequence: the sliding-window mask is exercised
+    "mistral": Family("MistralConfig", "MistralForCausalLM", {**_GQA_DECODER, "sliding_window": 4}),
+    "bert": Family(
+        "BertConfig", "BertModel", {**_ENCODER, "vocab_size": VOCAB, "max_position_embeddings": 64}
+    ),
+    "roberta": Family(
+        "RobertaConfig",
+        "RobertaModel",
+        {**_ENCODER, "vocab_size": VOCAB, "max_position_embeddings": 66, "pad_token_id": 1},
+        {"add_pooling_layer": False},
+    ),
+    "t5_encoder": Family(
+        "T5Config",
+        "T5EncoderModel",
+        dict(
             vocab_size=VOCAB,
-            n_positions=64,
-            n_embd=32,
-            n_layer=2,
-            n_head=4,
+            d_model=32,
+            d_kv=8,
+            d_ff=64,
+            num_layers=2,
+            num_heads=4,
+            relative_attention_num_buckets=8,
+            relative_attention_max_distance=16,
+        ),
+    ),
+    "vit": Family(
+        "ViTConfig", "ViTModel", {**_ENCODER, "image_size": 32, "patch_size": 8, "num_channels": 3}
+    ),
+    "whisper_encoder": Family(
+        "WhisperConfig",
+        "WhisperEncoder",
+        dict(
+            vocab_size=VOCAB,
+            num_mel_bins=16,
+            d_model=32,
+            encoder_layers=2,
+            encoder_attention_heads=4,
+            encoder_ffn_dim=64,
+            max_source_positions=16,  # the input has 2 * 16 frames (the encoder's two convolutions halve them)
+            pad_token_id=0,
             bos_token_id=0,
             eos_token_id=0,
-        )
-    )
+            decoder_start_token_id=1,
+        ),
+        module="transformers.models.whisper.modeling_whisper",
+    ),
+}
 
 
-def llama(dtype=torch.float32):
-    from transformers import LlamaConfig, LlamaForCausalLM
+def build(family: str, dtype=torch.float32):
+    """A FAMILIES model from its tiny random config, in dtype."""
+    import importlib
 
-    cfg = _tiny(
-        LlamaConfig,
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-    )
-    return LlamaForCausalLM(cfg).to(dtype)
-
-
-def qwen2():
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    return Qwen2ForCausalLM(
-        _tiny(
-            Qwen2Config,
-            vocab_size=VOCAB,
-            hidden_size=64,
-            intermediate_size=128,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=64,
-        )
-    )
-
-
-def mistral():
-    from transformers import MistralConfig, MistralForCausalLM
-
-    return MistralForCausalLM(
-        _tiny(
-            MistralConfig,
-            vocab_size=VOCAB,
-            hidden_size=64,
-            intermediate_size=128,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=64,
-            sliding_window=4,  # shorter than the sequence: the sliding-window mask is exercised
-        )
-    )
-
-
-def bert():
-    from transformers import BertConfig, BertModel
-
-    cfg = _tiny(
-        BertConfig,
-        vocab_size=VOCAB,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=64,
-    )
-    return _Hidden(BertModel(cfg), pooled=True)
-
-
-def roberta():
-    from transformers import RobertaConfig, RobertaModel
-
-    cfg = _tiny(
-        RobertaConfig,
-        vocab_size=VOCAB,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=66,
-        pad_token_id=1,
-    )
-    return _Hidden(RobertaModel(cfg, add_pooling_layer=False))
-
-
-def t5_encoder():
-    from transformers import T5Config, T5EncoderModel
-
-    cfg = _tiny(
-        T5Config,
-        vocab_size=VOCAB,
-        d_model=32,
-        d_kv=8,
-        d_ff=64,
-        num_layers=2,
-        num_heads=4,
-        relative_attention_num_buckets=8,
-        relative_attention_max_distance=16,
-    )
-    return _Hidden(T5EncoderModel(cfg))
-
-
-def vit():
-    from transformers import ViTConfig, ViTModel
-
-    cfg = _tiny(
-        ViTConfig,
-        image_size=32,
-        patch_size=8,
-        num_channels=3,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-    )
-    return _Hidden(ViTModel(cfg), pooled=True)
-
-
-def whisper_encoder():
-    from transformers import WhisperConfig
-    from transformers.models.whisper.modeling_whisper import WhisperEncoder
-
-    cfg = _tiny(
-        WhisperConfig,
-        vocab_size=VOCAB,
-        num_mel_bins=16,
-        d_model=32,
-        encoder_layers=2,
-        encoder_attention_heads=4,
-        encoder_ffn_dim=64,
-        max_source_positions=16,  # the input has 2 * 16 frames (the encoder's two convolutions halve them)
-        pad_token_id=0,
-        bos_token_id=0,
-        eos_token_id=0,
-        decoder_start_token_id=1,
-    )
-    return _Hidden(WhisperEncoder(cfg))
+    f = FAMILIES[family]
+    config_cls = getattr(importlib.import_module("transformers"), f.config)
+    model_cls = getattr(importlib.import_module(f.module), f.model)
+    return model_cls(_tiny(config_cls, **f.sizes), **f.model_kw).to(dtype)
 
 
 # ---- block "zoo": torch.nn models ----------------------------------------------------------------------------
@@ -303,41 +242,42 @@ def _r(*shape, dtype=torch.float32, seed=0):
     return torch.randn(*shape, generator=g).to(dtype)
 
 
+DECODERS = ("gpt2", "llama", "qwen2", "mistral")  # each called with a mask (NAME_mask) and without (NAME_ids)
+# encoder -> (pooled output too, its inputs)
+ENCODERS = {
+    "bert": (True, "ids,mask,types"),
+    "roberta": (False, "ids,mask"),
+    "t5_encoder": (False, "ids,mask"),
+}
+
+
 def zoo_models():
     """name -> (module factory, example inputs, dynamic_shapes or None, extra run inputs or None)."""
     ids, mask = _ids(2, 12), _mask(2, 12)
+    text = {"ids": ids, "mask": mask, "types": ids % 2}
     batch = torch.export.Dim("batch", min=1, max=16)
-    return {
-        "gpt2_mask": (lambda: _Logits(gpt2()), (ids, mask), None, None),
-        "gpt2_ids": (lambda: _IdsOnly(gpt2()), (ids,), None, None),
-        "llama_mask": (lambda: _Logits(llama()), (ids, mask), None, None),
-        "llama_ids": (lambda: _IdsOnly(llama()), (ids,), None, None),
-        "llama_bf16": (lambda: _Logits(llama(torch.bfloat16)), (ids, mask), None, None),
-        "qwen2_mask": (lambda: _Logits(qwen2()), (ids, mask), None, None),
-        "qwen2_ids": (lambda: _IdsOnly(qwen2()), (ids,), None, None),
-        "mistral_mask": (lambda: _Logits(mistral()), (ids, mask), None, None),
-        "mistral_ids": (lambda: _IdsOnly(mistral()), (ids,), None, None),
-        "bert": (bert, (ids, mask, (ids % 2)), None, None),
-        "roberta": (roberta, (ids, mask), None, None),
-        "t5_encoder": (t5_encoder, (ids, mask), None, None),
-        "vit": (vit, (_r(2, 3, 32, 32),), None, None),
-        "whisper_encoder": (whisper_encoder, (_r(2, 16, 32),), None, None),
-        # the batch is dynamic: compiled once, run at batch 2 (the example) and 5
-        # (_Hidden.forward takes *args: one dynamic_shapes entry, the tuple of its three inputs)
-        "bert_dynamic": (
-            bert,
-            (ids, mask, ids % 2),
-            (({0: batch}, {0: batch}, {0: batch}),),
-            (
-                _ids(5, 12, seed=3),
-                _mask(5, 12),
-                _ids(5, 12, seed=4) % 2,
-            ),
-        ),
-        "mobile_block": (MobileBlock, (_r(2, 3, 32, 32),), None, None),
-        "conv_decoder": (ConvDecoder, (_r(2, 8, 5, 6),), None, None),
-        "moe_routing": (MoERouting, (_r(10, 16),), None, None),
-    }
+    table = {}
+    for fam in DECODERS:
+        table[f"{fam}_mask"] = (lambda fam=fam: _Logits(build(fam)), (ids, mask), None, None)
+        table[f"{fam}_ids"] = (lambda fam=fam: _IdsOnly(build(fam)), (ids,), None, None)
+    table["llama_bf16"] = (lambda: _Logits(build("llama", torch.bfloat16)), (ids, mask), None, None)
+    for fam, (pooled, inputs) in ENCODERS.items():
+        example = tuple(text[k] for k in inputs.split(","))
+        table[fam] = (lambda fam=fam, pooled=pooled: _Hidden(build(fam), pooled), example, None, None)
+    table["vit"] = (lambda: _Hidden(build("vit"), pooled=True), (_r(2, 3, 32, 32),), None, None)
+    table["whisper_encoder"] = (lambda: _Hidden(build("whisper_encoder")), (_r(2, 16, 32),), None, None)
+    # the batch is dynamic: compiled once, run at batch 2 (the example) and 5
+    # (_Hidden.forward takes *args: one dynamic_shapes entry, the tuple of its three inputs)
+    table["bert_dynamic"] = (
+        table["bert"][0],
+        table["bert"][1],
+        (({0: batch}, {0: batch}, {0: batch}),),
+        (_ids(5, 12, seed=3), _mask(5, 12), _ids(5, 12, seed=4) % 2),
+    )
+    table["mobile_block"] = (MobileBlock, (_r(2, 3, 32, 32),), None, None)
+    table["conv_decoder"] = (ConvDecoder, (_r(2, 8, 5, 6),), None, None)
+    table["moe_routing"] = (MoERouting, (_r(10, 16),), None, None)
+    return table
 
 
 # what compile_models.py reads

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 SIZES_LARGE = ("64MiB", "1GiB")
 CUDA_PREFIX = "CUDA: "  # the targets of issue 10, read from a GPU run (benchmarks/results/cuda_h200.json)
+# the targets of issue 12, read from a run of the AOTI model cases alone (make bench-aoti:
+# benchmarks/results/aoti_cpu.json)
+AOTI_CPU_PREFIX = "AOTI CPU: "
 STRIDED = ("t2c", "c2t", "p2c", "c2p")
 
 
@@ -145,6 +148,28 @@ def _no_slower_than_torch(name: str, ids: dict[str, str], slack: float = 1.0) ->
     return check
 
 
+def _models_vs_libtorch(r: _Results) -> Verdict:
+    """Issue 12: every model of aoti/model/* (the zoo included), at each thread count, <= 1.05x libtorch."""
+    name = AOTI_CPU_PREFIX + "every model <= 1.05x libtorch's latency (same .so, same run), 1 and 2 threads"
+    over, count = [], 0
+    for cid in r.cases:
+        if not cid.startswith("aoti/model/"):
+            continue
+        s, t = r.value(cid), r.value(cid, "torch")
+        if s is None or t is None:
+            continue
+        count += 1
+        if s > 1.05 * t:
+            over.append(f"{cid.removeprefix('aoti/model/')} {s / t:.2f}x")
+    if not count:
+        return Verdict(name, "no data for aoti/model/*", None)
+    return Verdict(
+        name,
+        f"{count - len(over)} of {count} within" + (f"; over: {', '.join(over)}" if over else ""),
+        not over,
+    )
+
+
 def _share_of(name: str, ids: dict[str, str], share: float, peer: str = "cudaMemcpy") -> Callable:
     """Each CUDA case's slimtensor GB/s at least `share` of the peer's (cudaMemcpy, or torch's cudaMemcpyAsync
     for pinned copies), measured in the same run (Note [CUDA bench cases])."""
@@ -240,6 +265,17 @@ TARGETS: list[Callable[[_Results], Verdict]] = [
     _no_slower_than_torch(
         "AOTI model latency no worse than libtorch (pointwise, linear, MLP)",
         {m: f"aoti/model/{m}" for m in ("pointwise", "linear", "mlp")},
+    ),
+    _models_vs_libtorch,
+    _no_slower_than_torch(
+        AOTI_CPU_PREFIX
+        + "convolution (3x3 64->64 56x56, depthwise 5x5/2) within 10% of libtorch's, 1 and 2 threads",
+        {
+            f"{label}{' 2t' if suffix else ''}": f"aoti/conv/{slug}{suffix}"
+            for label, slug in (("3x3", "3x3_64_64_56x56"), ("dw5x5/2", "dw5x5_2_144_56x56"))
+            for suffix in ("", "/threads2")
+        },
+        slack=1.1,
     ),
     _no_slower_than_torch(
         "BLAS-backed addmm within 10% of torch's",

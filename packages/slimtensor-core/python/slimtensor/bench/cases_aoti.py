@@ -4,9 +4,10 @@ st.aoti's model call from Python.
 Note [AOTI bench inputs]
 Everything the cases need ships inside the package: the C harness (harness/aoti_shim_bench.cpp, compiled on
 first use) and the model harness (slimtensor.bench.aoti_models). Only the compiled models do not (they need
-torch's inductor and minutes to make): they come from the folder named by SLIMTENSOR_BENCH_AOTI_MODELS
-(``make bench`` points it at the models the AOTI tests compiled); without it the model cases are skipped,
-saying so. Nothing is looked up in the working directory.
+torch's inductor and minutes to make): they come from the folders named by SLIMTENSOR_BENCH_AOTI_MODELS
+(``make bench`` points it at the models the AOTI tests compiled, the oneDNN block of op_model_zoo.py and the
+architecture zoo, the last two compiled by ``make bench-models``); without it the model cases are skipped,
+saying so, and a model no folder holds is left out. Nothing is looked up in the working directory.
 """
 
 from __future__ import annotations
@@ -33,9 +34,8 @@ MODEL_HARNESS = "slimtensor.bench.aoti_models"  # runs one AOTI model .so on sli
 MODELS_ENV = "SLIMTENSOR_BENCH_AOTI_MODELS"
 # Models whose st.aoti call is timed from Python (aoti/call/*): one input, one output; two outputs, one a view.
 CALL_MODELS = ["pointwise", "two_outputs", "linear"]
-# The model and fallback cases run at these thread counts (both libraries alike), REPEATS timed repeats each.
+# The model and fallback cases run at these thread counts (both libraries alike).
 THREADS = (1, 2)
-REPEATS = 21
 
 
 def _aoti_missing() -> str | None:
@@ -228,7 +228,7 @@ def _model_cases(libs: Libs, quick: bool) -> list[Case]:
                         "--threads",
                         str(threads),
                         "--repeats",
-                        str(5 if quick else REPEATS),
+                        str(5 if quick else aoti_models.REPEATS),
                         "--json",
                         out,
                     ],
@@ -244,12 +244,19 @@ def _model_cases(libs: Libs, quick: bool) -> list[Case]:
     def runner(row_name: str, what: str, threads: int):
         def run(settings: Settings) -> dict:
             row = rows(threads).get(row_name)
-            if row is None:
-                return {"slimtensor": {"skipped": f"{MODEL_HARNESS} gave no result for {row_name}"}}
-            # the harness reports min and median microseconds per run over REPEATS repeats
+            if row is None or "skipped" in row:
+                why = row["skipped"] if row else f"{MODEL_HARNESS} gave no result for {row_name}"
+                return {"slimtensor": {"skipped": why}}
+
+            # the harness reports every sample (microseconds per call, wall-clock and CPU), both libraries
+            # interleaved (Note [Interleaved model samples]), and the 1-minute load average before and after
+            def side(lib: str, **extra) -> dict:
+                wall = summarize([x * 1e-6 for x in row[f"{lib}_us"]])
+                return dict(wall, cpu=summarize([x * 1e-6 for x in row[f"{lib}_cpu_us"]]), **extra)
+
             return {
-                "slimtensor": summarize([x * 1e-6 for x in row["slim_us"]]),
-                "torch": summarize([x * 1e-6 for x in row["torch_us"]]),
+                "slimtensor": side("slim", load_avg=row["load_avg"]),
+                "torch": side("torch"),
                 "numpy": {"skipped": f"numpy cannot run {what}"},
             }
 

@@ -12,8 +12,11 @@
 // in a process-wide map (at most kMaxPlans, then cleared), keyed by everything that shapes the primitive,
 // the thread count included (Note [oneDNN threads]); creating one costs about as much as a small
 // convolution, so a model pays it once per shape. A case oneDNN has no fast primitive for (only its
-// reference loops), and a convolution below kMinMultiplyAdds, returns false: the caller takes the im2col
-// path.
+// reference loops), and an ungrouped convolution below kMinMultiplyAdds, returns false: the caller takes
+// the im2col path. Grouped (and depthwise) convolutions take oneDNN at every size: im2col runs one small
+// GEMM per image and group, which made the zoo's mobile_block (depthwise 3x3 on 24 channels, grouped 5x5
+// stride 2; 2x3x32x32) 1.23x libtorch's latency, 0.54x on oneDNN (python -m slimtensor.bench.aoti_models,
+// 1 thread, docs/aoti.md "Every model at 1 and 2 threads").
 #include "aoti/ops/conv_onednn.h"
 
 #include <memory>
@@ -215,7 +218,8 @@ bool convolution_onednn(const ConvGeometry& g, const Tensor& x, const Tensor& w,
                         const char* fn) {
   dnnl_data_type_t dt;
   if (!dnnl_dtype(x.dtype(), &dt) || y.dtype() != x.dtype() || !api()) return false;
-  if (multiply_adds(g) < kMinMultiplyAdds) return false;
+  // grouped convolutions take oneDNN at every size: im2col runs one small GEMM per image and group
+  if (g.groups == 1 && multiply_adds(g) < kMinMultiplyAdds) return false;
   if (g.n == 0 || g.c == 0 || g.oc == 0 || g.in_len() == 0 || g.out_len() == 0) return false;
   const int threads = tie_threads();
   std::shared_ptr<const Plan> plan = plan_for(g, x, w, b, y, threads, fn);
