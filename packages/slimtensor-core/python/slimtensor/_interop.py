@@ -46,6 +46,8 @@ def from_numpy(array: np.ndarray) -> _C.Tensor:
         whole = _borrow_base(array, base)
         if whole is not None:
             return whole
+    if array.dtype.type in _BUFFER_TYPES:  # _wrap's common case, inline: from_numpy is a per-call hot path
+        return _C._from_buffer(array)
     return _wrap(array)
 
 

@@ -259,9 +259,7 @@ Tensor from_capsule(PyObject* capsule, nb::handle producer) {
 // Note [DLPack streams] on import: a producer on a device with DLPack streams is given our current stream
 // of that device, so that it orders its work before ours. Asked only when such a device is registered.
 bool producer_stream(nb::handle obj, int64_t* value) {
-  bool any = false;
-  for (const DeviceEntry* e : registered_devices()) any |= e->table != nullptr;
-  if (!any || !PyObject_HasAttrString(obj.ptr(), "__dlpack_device__")) return false;
+  if (!any_plugin_device() || !PyObject_HasAttrString(obj.ptr(), "__dlpack_device__")) return false;
   nb::object dev = nb::steal(PyObject_CallMethod(obj.ptr(), "__dlpack_device__", nullptr));
   std::pair<int32_t, int32_t> code;
   if (!dev.is_valid()) {

@@ -19,6 +19,7 @@ namespace {
 std::array<std::atomic<const DeviceEntry*>, kMaxDeviceTypes> g_by_code{};
 std::mutex g_mutex;
 std::vector<const DeviceEntry*> g_entries;  // registration order, guarded by g_mutex
+std::atomic<bool> g_any_plugin{false};      // set (never cleared) when a plugin's table is registered
 std::function<void()> g_autoload_hook;      // guarded by g_mutex
 thread_local bool t_in_autoload = false;    // this thread is inside the hook: do not re-enter it
 
@@ -141,6 +142,8 @@ std::vector<const DeviceEntry*> registered_devices() {
   return g_entries;
 }
 
+bool any_plugin_device() noexcept { return g_any_plugin.load(std::memory_order_acquire); }
+
 const DeviceEntry& usable_device(Device device, const char* function) {
   const DeviceEntry* e = find_device(device.type);
   if (e == nullptr) {  // a device the core names itself ("cuda", "mps") whose plugin is not loaded yet
@@ -211,6 +214,7 @@ const DeviceEntry& register_device_plugin(st_plugin_init_fn init, const std::str
   }
   g_entries.push_back(entry);
   g_by_code[entry->type].store(entry, std::memory_order_release);
+  g_any_plugin.store(true, std::memory_order_release);
   return *entry;
 }
 

@@ -37,8 +37,11 @@ struct DeviceEntry {
 SLIMTENSOR_API const DeviceEntry* find_device(DeviceType type) noexcept;
 // The entry for a name ("cuda"), or nullptr.
 SLIMTENSOR_API const DeviceEntry* find_device(const std::string& name);
-// All registered entries, CPU first.
+// All registered entries, CPU first (a copy, taken under the registry's lock).
 SLIMTENSOR_API std::vector<const DeviceEntry*> registered_devices();
+// Whether any plugin has registered a device table; lock-free, for per-call paths (from_dlpack) that
+// registered_devices()'s lock and copy would slow.
+SLIMTENSOR_API bool any_plugin_device() noexcept;
 // The entry for `device`, checked usable and with an index in range; throws Error(Runtime) otherwise.
 SLIMTENSOR_API const DeviceEntry& usable_device(Device device, const char* function);
 
