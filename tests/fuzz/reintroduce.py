@@ -274,7 +274,9 @@ def enter_namespace(real: str) -> None:
     mount(ROOT, real)
     mount(SRC, ROOT)
     for d in MOUNTED_BACK:
-        if os.path.isdir(os.path.join(real, d)):  # a tree may lack a venv (.venv-test) that it does not use here
+        if os.path.isdir(
+            os.path.join(real, d)
+        ):  # a tree may lack a venv (.venv-test) that it does not use here
             mount(os.path.join(real, d), os.path.join(ROOT, d))
 
 
@@ -345,7 +347,9 @@ def run_detector(d: Detector, log: str, env: dict, fuzz_time: int, tag: str) -> 
     asan_env = dict(os.environ, **assignments(env["REINTRO_ASAN_ENV"]))
     py = os.path.join(WORK, "venv", "bin", "python")
     if d.kind == "pytest":
-        cmd = [py, "-m", "pytest", "-p", "no:cacheprovider", "-q", *d.target.split()]
+        # --capture=sys: pytest's default fd capture swallows a sanitizer's report when UBSan ends the process
+        # (exit 1, no output at all: last session's "harness failure" was that); at sys level it reaches the log
+        cmd = [py, "-m", "pytest", "-p", "no:cacheprovider", "--capture=sys", "-q", *d.target.split()]
         rc, out = sh(cmd, log, env=asan_env, timeout=1800)
     else:
         corpus = os.path.join(WORK, f"corpus-{d.kind}-{tag}")
