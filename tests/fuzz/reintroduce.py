@@ -109,11 +109,15 @@ BUGS = [
             Detector(
                 "pytest", HOSTILE + "test_non_finite_and_huge_floats_fill_floats_and_refuse_ints", SANITIZER
             ),
+            Detector("atheris", "", ("is outside the range of representable values",)),
         ],
     ),
     Bug(
         "narrow-overflow",
-        [Detector("pytest", HOSTILE + "test_narrow_with_a_huge_length_is_an_index_error", SANITIZER)],
+        [
+            Detector("pytest", HOSTILE + "test_narrow_with_a_huge_length_is_an_index_error", SANITIZER),
+            Detector("atheris", "", ("signed integer overflow",)),
+        ],
     ),
     Bug(
         "empty-int64-min",
@@ -124,11 +128,21 @@ BUGS = [
     ),
     Bug(
         "buffer-export-huge-step",
-        [Detector("pytest", HOSTILE + "test_buffer_export_of_a_huge_step_has_a_defined_stride", SANITIZER)],
+        [
+            Detector("pytest", HOSTILE + "test_buffer_export_of_a_huge_step_has_a_defined_stride", SANITIZER),
+            Detector("atheris", "", ("signed integer overflow",)),
+        ],
     ),
     Bug(
         "misaligned-copy-kernels",
-        [Detector("pytest", "tests/kernels/test_misaligned.py", ("runtime error:", "misaligned address"))],
+        [
+            Detector("pytest", "tests/kernels/test_misaligned.py", ("runtime error:", "misaligned address")),
+            Detector("atheris", "", ("misaligned address",)),
+        ],
+    ),
+    Bug(
+        "float32-payload-round-trip",
+        [Detector("pytest", "tests/kernels/test_nan_payloads.py", ("elements differ",))],
     ),
     Bug(
         "dlpack-offset-wraps", [Detector("dlpack", "", ("runtime error:", "pointer overflow", "overflowed"))]
@@ -260,7 +274,10 @@ def enter_namespace(real: str) -> None:
     mount(ROOT, real)
     mount(SRC, ROOT)
     for d in MOUNTED_BACK:
-        mount(os.path.join(real, d), os.path.join(ROOT, d))
+        if os.path.isdir(
+            os.path.join(real, d)
+        ):  # a tree may lack a venv (.venv-test) that it does not use here
+            mount(os.path.join(real, d), os.path.join(ROOT, d))
 
 
 def build_asan(log: str, env: dict) -> bool:
@@ -322,13 +339,17 @@ def assignments(text: str) -> dict[str, str]:
     return dict(word.split("=", 1) for word in shlex.split(text))
 
 
-def run_detector(d: Detector, log: str, env: dict, fuzz_time: int, tag: str) -> tuple[bool, float, str]:
-    """(failed with the signature, seconds, what it said)."""
+def run_detector(d: Detector, log: str, env: dict, fuzz_time: int, tag: str) -> dict:
+    """Runs one detector: detected (failed with the signature), seconds, said (its first error line) and, for a
+    fuzzer, executions, finding (the report naming the bug: the signature's line, its first stack frames, the
+    sanitizer's SUMMARY) and artifact (the input it wrote)."""
     t0 = time.time()
     asan_env = dict(os.environ, **assignments(env["REINTRO_ASAN_ENV"]))
     py = os.path.join(WORK, "venv", "bin", "python")
     if d.kind == "pytest":
-        cmd = [py, "-m", "pytest", "-p", "no:cacheprovider", "-q", *d.target.split()]
+        # --capture=sys: pytest's default fd capture swallows a sanitizer's report when UBSan ends the process
+        # (exit 1, no output at all: last session's "harness failure" was that); at sys level it reaches the log
+        cmd = [py, "-m", "pytest", "-p", "no:cacheprovider", "--capture=sys", "-q", *d.target.split()]
         rc, out = sh(cmd, log, env=asan_env, timeout=1800)
     else:
         corpus = os.path.join(WORK, f"corpus-{d.kind}-{tag}")
@@ -362,7 +383,35 @@ def run_detector(d: Detector, log: str, env: dict, fuzz_time: int, tag: str) -> 
         ):
             said = line.strip()[:200]
             break
-    return rc != 0 and hit is not None, round(time.time() - t0, 1), said or f"exit {rc}"
+    result = {
+        "detected": rc != 0 and hit is not None,
+        "seconds": round(time.time() - t0, 1),
+        "said": said or f"exit {rc}",
+    }
+    if d.kind != "pytest":
+        result.update(fuzzer_report(out, hit))
+    return result
+
+
+def fuzzer_report(out: str, hit: str | None) -> dict:
+    """What a libFuzzer (or atheris) run said: executions (its final stats, else its last status line), the
+    finding (the line holding the signature, the next stack frames, the SUMMARY line) and the input written."""
+    lines = out.splitlines()
+    stats = [int(x.split(":")[-1]) for x in lines if x.startswith("stat::number_of_executed_units:")]
+    # killed before its final stats: the last status line ("#4096\tpulse  cov: ...")
+    status = [
+        int(x[1:].split("\t")[0]) for x in lines if x.startswith("#") and x[1:].split("\t")[0].isdigit()
+    ]
+    execs = stats[-1] if stats else status[-1] if status else None
+    finding: list[str] = []
+    if hit is not None:
+        first = next(i for i, line in enumerate(lines) if hit in line)
+        finding.append(lines[first].strip())
+        frames = [x.strip() for x in lines[first + 1 : first + 40] if x.strip().startswith("#")][:4]
+        finding += frames
+        finding += [x.strip() for x in lines[first:] if x.startswith("SUMMARY:")][:1]
+    artifact = next((x.split("written to ")[-1].strip() for x in lines if "Test unit written to" in x), None)
+    return {"executions": execs, "finding": finding, "artifact": artifact}
 
 
 MARKER = os.path.join(
@@ -451,19 +500,13 @@ def main() -> int:
     build()
     if need_asan and not args.skip_control and "pytest" in kinds:
         nodes = " ".join(d.target for b in bugs for d in b.detectors if d.kind == "pytest")
-        ok, secs, said = run_detector(Detector("pytest", nodes, ("",)), log, env, 0, "control")
-        results.append(
-            {
-                "bug": "(control: no patch)",
-                "detector": "pytest",
-                "target": nodes,
-                "detected": ok,
-                "seconds": secs,
-                "said": said,
-            }
+        r = run_detector(Detector("pytest", nodes, ("",)), log, env, 0, "control")
+        results.append({"bug": "(control: no patch)", "detector": "pytest", "target": nodes, **r})
+        print(
+            f"control (unpatched): {'FAILED: ' + r['said'] if r['detected'] else 'passed'} in {r['seconds']}s",
+            flush=True,
         )
-        print(f"control (unpatched): {'FAILED: ' + said if ok else 'passed'} in {secs}s", flush=True)
-        if ok:
+        if r["detected"]:
             raise SystemExit("the detectors fail without any patch: fix that first")
     for b in bugs:
         patch = os.path.join(PATCHES, b.name + ".patch")
@@ -471,21 +514,17 @@ def main() -> int:
         try:
             build()
             for d in b.detectors:
-                ok, secs, said = run_detector(d, log, env, args.fuzz_time, b.name)
-                results.append(
-                    {
-                        "bug": b.name,
-                        "detector": d.kind,
-                        "target": d.target,
-                        "detected": ok,
-                        "seconds": secs,
-                        "said": said,
-                    }
-                )
+                r = run_detector(d, log, env, args.fuzz_time, b.name)
+                results.append({"bug": b.name, "detector": d.kind, "target": d.target, **r})
+                execs = f" after {r['executions']} executions" if r.get("executions") is not None else ""
+                verdict = "DETECTED" if r["detected"] else "MISSED"
                 print(
-                    f"{b.name:30s} {d.kind:8s} {'DETECTED' if ok else 'MISSED'} in {secs}s: {said}",
-                    flush=True,
+                    f"{b.name:30s} {d.kind:8s} {verdict} in {r['seconds']}s{execs}: {r['said']}", flush=True
                 )
+                for line in r.get("finding", []):
+                    print(f"    {line[:300]}", flush=True)
+                with open(os.path.join(WORK, "summary.json"), "w") as f:  # so far: a long run is read early
+                    json.dump(results, f, indent=1)
         finally:
             apply(patch, log, reverse=True)
     build()  # the scratch builds back at the tree's state

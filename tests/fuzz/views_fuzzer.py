@@ -4,8 +4,10 @@ tensors against the same operations on numpy arrays.
 Each input is a program over one array `a` (numpy) and its twin `t` (slimtensor, a copy): ops are applied to
 both; where numpy accepts an op slimtensor must give the same values, sizes and (element) strides, and where
 numpy refuses it slimtensor must raise an ordinary exception (never crash). slimtensor refuses negative
-steps by design (docs): those are compared as "both refuse". Run: python tests/fuzz/views_fuzzer.py
-[libFuzzer flags] tests/fuzz/corpus/views.
+steps by design (docs): those are compared as "both refuse". The slimtensor twin lives at a fuzzed byte offset
+(0..7 past an aligned address: numpy and from_blob hand over any address), and slices and narrows sometimes
+take steps and lengths near 2**63, which must be refused or exported with defined strides.
+Run: python tests/fuzz/views_fuzzer.py [libFuzzer flags] tests/fuzz/corpus/views.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ with atheris.instrument_imports():
 
 DTYPES = ["float32", "float64", "int64", "int32", "int16", "int8", "uint8", "bool", "float16", "complex64"]
 REFUSALS = (ValueError, IndexError, RuntimeError, TypeError, BufferError)
+HUGE = 2**63 - 1
 
 
 class Mismatch(AssertionError):
@@ -49,10 +52,12 @@ def step(fdp: atheris.FuzzedDataProvider, a: np.ndarray, t):
     nd = a.ndim
     if op == 0 and nd:  # slicing with any start/stop/step
         d = fdp.ConsumeIntInRange(0, nd - 1)
-        sl = slice(
-            fdp.ConsumeIntInRange(-8, 8), fdp.ConsumeIntInRange(-8, 8), fdp.ConsumeIntInRange(-3, 3) or 1
-        )
+        stride = fdp.ConsumeIntInRange(-3, 4) or 1
+        stride = HUGE if stride == 4 else stride  # a size-1 result whose byte stride overflows int64
+        sl = slice(fdp.ConsumeIntInRange(-8, 8), fdp.ConsumeIntInRange(-8, 8), stride)
         key = (slice(None),) * d + (sl,)
+        # numpy wraps a stride * step past int64 silently; slimtensor refuses it (ValueError): either may do
+        step.lenient = abs(t.stride()[d] * sl.step) > HUGE
         return a[key], lambda: t[key], sl.step < 0
     if op == 1 and nd >= 2:
         i, j = fdp.ConsumeIntInRange(-nd, nd - 1), fdp.ConsumeIntInRange(-nd, nd - 1)
@@ -64,7 +69,8 @@ def step(fdp: atheris.FuzzedDataProvider, a: np.ndarray, t):
             perm[k], perm[m] = perm[m], perm[k]
         return a.transpose(perm), lambda: t.permute(*perm), False
     if op == 3 and nd:
-        d, s, n = fdp.ConsumeIntInRange(0, nd - 1), fdp.ConsumeIntInRange(-6, 6), fdp.ConsumeIntInRange(-2, 6)
+        d, s, n = fdp.ConsumeIntInRange(0, nd - 1), fdp.ConsumeIntInRange(-6, 6), fdp.ConsumeIntInRange(-2, 7)
+        n = HUGE - fdp.ConsumeIntInRange(0, 2) if n == 7 else n  # start + length past int64
         start = s + a.shape[d] if s < 0 else s
         ok = -a.shape[d] <= s <= a.shape[d] and 0 <= n <= a.shape[d] - start
         key = (slice(None),) * d + (slice(start, start + n),)
@@ -160,12 +166,22 @@ def fill_value(fdp: atheris.FuzzedDataProvider, dtype: np.dtype):
     return bool(small & 1)
 
 
+def misaligned_copy(a: np.ndarray, shift: int) -> np.ndarray:
+    """A copy of a whose first element lies `shift` bytes past an aligned address (numpy and from_blob may
+    hand slimtensor memory at any byte address; the tensor shares it)."""
+    raw = np.zeros(a.nbytes + 64, np.uint8)
+    start = (-raw.ctypes.data) % 32 + shift
+    b = raw[start : start + a.nbytes].view(a.dtype).reshape(a.shape)
+    b[...] = a
+    return b
+
+
 def TestOneInput(data: bytes) -> None:
     fdp = atheris.FuzzedDataProvider(data)
     shape = tuple(fdp.ConsumeIntInRange(0, 5) for _ in range(fdp.ConsumeIntInRange(0, 4)))
     dt = DTYPES[fdp.ConsumeIntInRange(0, len(DTYPES) - 1)]
     a = (np.arange(int(np.prod(shape))) % 7 - 3).astype(dt).reshape(shape)
-    t = st.asarray(a.copy())
+    t = st.asarray(misaligned_copy(a, fdp.ConsumeIntInRange(0, 7)))
     synced = True  # the two layouts agree while only views were made (copies may choose other strides)
     for _ in range(fdp.ConsumeIntInRange(1, 8)):
         new, make, neg_step = step(fdp, a, t)

@@ -209,6 +209,26 @@ inline c128_t store<c128_t>(const Value& v) {
   return {as_double(v), v.kind == Kind::Complex ? v.im : 0};
 }
 
+// Note [Float32 payloads]
+// A float -> double conversion sets a signalling NaN's quiet bit (cvtss2sd), and Value::re is a double. The
+// release build folds float -> double -> float away, the -O1 sanitizer builds keep it: a copy through Value
+// would keep or quiet a signalling NaN depending on the optimisation level. So a source whose real part is a
+// float32 (float32, bfloat16 widened by its bits, complex64) going to a float32 real part (float32,
+// complex64) never passes through Value: its float moves as it is, as torch's copies keep it (bit for bit).
+template <class T>
+constexpr bool kFloat32Real = std::is_same_v<T, float> || std::is_same_v<T, bf16_t> || std::is_same_v<T, c64_t>;
+
+template <class T>
+inline float real_f32(const T& s) {
+  if constexpr (std::is_same_v<T, float>) {
+    return s;
+  } else if constexpr (std::is_same_v<T, bf16_t>) {
+    return bf16_to_float(s.x);
+  } else {
+    return s.re;
+  }
+}
+
 template <class S, class D>
 inline D convert(const S& s) {
   if constexpr (std::is_same_v<S, D>) {
@@ -217,8 +237,10 @@ inline D convert(const S& s) {
     return {float_to_bf16(static_cast<float>(s))};  // Note [Reduced-precision rounding]: 0xFFFF NaN
   } else if constexpr (std::is_same_v<S, float> && std::is_same_v<D, f16_t>) {
     return {float_to_f16(s)};
-  } else if constexpr (std::is_same_v<S, bf16_t> && std::is_same_v<D, float>) {
-    return bf16_to_float(s.x);
+  } else if constexpr (kFloat32Real<S> && std::is_same_v<D, float>) {
+    return real_f32(s);  // Note [Float32 payloads]
+  } else if constexpr (kFloat32Real<S> && std::is_same_v<D, c64_t>) {
+    return {real_f32(s), 0.0f};  // Note [Float32 payloads]; complex64 -> complex64 is the same-type case
   } else if constexpr (std::is_same_v<S, f16_t> && std::is_same_v<D, float>) {
     return f16_to_float(s.x);
   } else {
