@@ -22,7 +22,7 @@ def test_percent_source_and_ipynb_are_in_sync():
 def test_notebook_runs_and_draws(tmp_path):
     pytest.importorskip("nbclient", reason="executing notebooks needs nbclient (requirements/test.txt)")
     pytest.importorskip("ipykernel", reason="executing notebooks needs ipykernel (requirements/test.txt)")
-    from notebooks._kernel import execute, install_kernel_spec  # tests/notebooks (its folder is on sys.path)
+    from tests.notebooks._kernel import execute, install_kernel_spec
 
     nb = execute(Path(f"{NOTEBOOK}.ipynb"), tmp_path, install_kernel_spec(tmp_path / "jupyter"))
     outputs = [o for c in nb.cells for o in c.get("outputs", [])]

@@ -170,7 +170,7 @@ def test_cuda_sections_run_or_say_plainly_why_not(name, executed):
 
 
 def test_every_cuda_section_is_found_by_the_gpu_runner():
-    from notebooks.cuda_sections import cuda_section  # tests/notebooks (its folder is on sys.path)
+    from tests.notebooks.cuda_sections import cuda_section
 
     for name in (
         "02_memory_lifetimes",

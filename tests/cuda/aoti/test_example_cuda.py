@@ -9,7 +9,8 @@ import zipfile
 
 import numpy as np
 import pytest
-from aoti.test_example import run_model_exe  # noqa: F401  (the fixture that builds the example with CMake)
+
+from tests.aoti.test_example import run_model_exe  # noqa: F401  (the fixture that builds the example with CMake)
 
 pytestmark = pytest.mark.needs_cuda
 
