@@ -37,7 +37,8 @@ def test_the_compiled_model_calls_the_collective_shims(tp_model, tmp_path) -> No
     } <= undefined
 
 
-def test_two_ranks_sum_their_partial_products(tp_model, tmp_path) -> None:
+def _run_two_ranks(*args: str) -> None:
+    """tp_rank.py with ``args`` on 2 ranks through the launcher; it must exit 0."""
     done = subprocess.run(
         [
             sys.executable,
@@ -48,14 +49,17 @@ def test_two_ranks_sum_their_partial_products(tp_model, tmp_path) -> None:
             "--grace",
             "20",
             os.path.join(HERE, "tp_rank.py"),
-            tp_model,
-            str(tmp_path),
+            *args,
         ],
         capture_output=True,
         text=True,
         timeout=180,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_two_ranks_sum_their_partial_products(tp_model, tmp_path) -> None:
+    _run_two_ranks(tp_model, str(tmp_path))
     w = np.arange(32, dtype=np.float32).reshape(8, 4) / 8
     xs = [(np.arange(24, dtype=np.float32).reshape(3, 8) + 10 * r) / 16 for r in range(2)]
     expected = (xs[0] @ w + xs[1] @ w) * 2
@@ -87,25 +91,11 @@ def test_tensor_parallel_block_on_two_ranks_equals_the_unsharded_block(tp_blocks
     """tests/aoti/tensor_parallel_zoo.py: attention heads and MLP sharded over 2 ranks, two all_reduce calls; each
     rank's output equals the unsharded block's (torch eager, recorded when tp_block_0of1 was compiled). The
     same test on 2 GPUs with NCCL is tests/cuda/test_nccl_two_gpus.py."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "slimtensor.distributed.run",
-            "--nproc",
-            "2",
-            "--grace",
-            "20",
-            os.path.join(HERE, "tp_rank.py"),
-            os.path.join(tp_blocks, "tp_block_{rank}of{world}.pt2"),
-            str(tmp_path),
-            os.path.join(tp_blocks, "tp_block_{rank}of{world}.npz"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
+    _run_two_ranks(
+        os.path.join(tp_blocks, "tp_block_{rank}of{world}.pt2"),
+        str(tmp_path),
+        os.path.join(tp_blocks, "tp_block_{rank}of{world}.npz"),
     )
-    assert done.returncode == 0, done.stderr[-3000:]
     reference = np.load(os.path.join(tp_blocks, "tp_block_0of1.npz"))["out0_0"]
     for r in range(2):
         np.testing.assert_allclose(np.load(tmp_path / f"y{r}.npy"), reference, rtol=1e-4, atol=1e-5)

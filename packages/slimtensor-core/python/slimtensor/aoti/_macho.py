@@ -104,30 +104,20 @@ class MachOError(ValueError):
     """The file is not a Mach-O image this module can read or rebind."""
 
 
-def _uleb(data, pos: int, end: int, path: str) -> tuple[int, int]:
+def _leb128(data, pos: int, end: int, path: str, signed: bool = False) -> tuple[int, int]:
+    """The (S/U)LEB128 number at ``pos`` (before ``end``) and the position after it."""
     value = shift = 0
     while True:
         if pos >= end or shift > 63:
-            raise MachOError(f"{path}: a ULEB128 number runs past its table or past 64 bits")
+            raise MachOError(
+                f"{path}: a {'S' if signed else 'U'}LEB128 number runs past its table or past 64 bits"
+            )
         byte = data[pos]
         pos += 1
         value |= (byte & 0x7F) << shift
         shift += 7
         if not byte & 0x80:
-            return value, pos
-
-
-def _sleb(data, pos: int, end: int, path: str) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= end or shift > 63:
-            raise MachOError(f"{path}: a SLEB128 number runs past its table or past 64 bits")
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return (value - (1 << shift) if byte & 0x40 else value), pos
+            return (value - (1 << shift) if signed and byte & 0x40 else value), pos
 
 
 def _encode_ordinal(ordinal: int) -> bytes:
@@ -301,7 +291,7 @@ class _MachO:
             if node in seen:
                 raise MachOError(f"{self.path}: the export trie has a cycle")
             seen.add(node)
-            terminal, pos = _uleb(self.data, start + node, end, self.path)
+            terminal, pos = _leb128(self.data, start + node, end, self.path)
             if terminal:
                 names.add(prefix)
                 pos += terminal
@@ -312,7 +302,7 @@ class _MachO:
             for _ in range(count):
                 edge = self._cstr(pos, end, "an export trie edge")
                 pos += len(edge.encode()) + 1
-                child, pos = _uleb(self.data, pos, end, self.path)
+                child, pos = _leb128(self.data, pos, end, self.path)
                 if child >= size:
                     raise MachOError(f"{self.path}: an export trie edge points past the trie")
                 stack.append((child, prefix + edge))
@@ -379,7 +369,7 @@ class _MachO:
             if opcode == BIND_DYLIB_IMM:
                 ops.append(_BindOp(op_start, pos, opcode, ordinal=imm))
             elif opcode == BIND_DYLIB_ULEB:
-                value, pos = _uleb(self.data, pos, end, self.path)
+                value, pos = _leb128(self.data, pos, end, self.path)
                 ops.append(_BindOp(op_start, pos, opcode, ordinal=value))
             elif opcode == BIND_DYLIB_SPECIAL:
                 ops.append(_BindOp(op_start, pos, opcode, ordinal=(imm | ~0xF) if imm else 0))
@@ -390,14 +380,14 @@ class _MachO:
             elif opcode in (BIND_TYPE, BIND_DO, BIND_DO_ADD_SCALED):
                 ops.append(_BindOp(op_start, pos, opcode))
             elif opcode in (BIND_ADDEND,):
-                _, pos = _sleb(self.data, pos, end, self.path)
+                _, pos = _leb128(self.data, pos, end, self.path, signed=True)
                 ops.append(_BindOp(op_start, pos, opcode))
             elif opcode in (BIND_SEGMENT, BIND_ADD_ADDR, BIND_DO_ADD_ULEB):
-                _, pos = _uleb(self.data, pos, end, self.path)
+                _, pos = _leb128(self.data, pos, end, self.path)
                 ops.append(_BindOp(op_start, pos, opcode))
             elif opcode == BIND_DO_TIMES:
-                _, pos = _uleb(self.data, pos, end, self.path)
-                _, pos = _uleb(self.data, pos, end, self.path)
+                _, pos = _leb128(self.data, pos, end, self.path)
+                _, pos = _leb128(self.data, pos, end, self.path)
                 ops.append(_BindOp(op_start, pos, opcode))
             elif opcode == BIND_THREADED:
                 raise MachOError(f"{self.path}: threaded bind opcodes (arm64e) are not supported")
