@@ -27,6 +27,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <type_traits>
+
 #if defined(__CUDACC__)
 #  define ST_HD __host__ __device__ __forceinline__
 #else
@@ -54,6 +56,34 @@ enum : int32_t {
   U64 = 29
 };
 }  // namespace dt
+
+// f(std::integral_constant<int32_t, code>{}) for a convertible dtype code, `otherwise` for any other: the one
+// list of codes the kernel launchers dispatch over (host code: it instantiates f for every dtype).
+template <class F, class R>
+inline R visit_dtype_code(int32_t code, F&& f, R otherwise) {
+  switch (code) {
+#define ST_VISIT(c) \
+  case c: return f(std::integral_constant<int32_t, c>{});
+    ST_VISIT(dt::U8)
+    ST_VISIT(dt::I8)
+    ST_VISIT(dt::I16)
+    ST_VISIT(dt::I32)
+    ST_VISIT(dt::I64)
+    ST_VISIT(dt::F16)
+    ST_VISIT(dt::F32)
+    ST_VISIT(dt::F64)
+    ST_VISIT(dt::C32)
+    ST_VISIT(dt::C64)
+    ST_VISIT(dt::C128)
+    ST_VISIT(dt::BOOL)
+    ST_VISIT(dt::BF16)
+    ST_VISIT(dt::U16)
+    ST_VISIT(dt::U32)
+    ST_VISIT(dt::U64)
+#undef ST_VISIT
+    default: return otherwise;
+  }
+}
 
 // The element size of a convertible dtype (the core's "convertible" set); 0 for any other dtype.
 ST_HD constexpr int itemsize(int32_t code) {

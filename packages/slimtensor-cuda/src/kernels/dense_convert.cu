@@ -63,53 +63,15 @@ bool dense_from(int32_t d, int64_t n, char* dst, const char* src, cudaStream_t s
       return true;
     }
   };
-  switch (d) {
-#define ST_DST(code) \
-  case code: return go(std::integral_constant<int32_t, code>{});
-    ST_DST(dt::U8)
-    ST_DST(dt::I8)
-    ST_DST(dt::I16)
-    ST_DST(dt::I32)
-    ST_DST(dt::I64)
-    ST_DST(dt::F16)
-    ST_DST(dt::F32)
-    ST_DST(dt::F64)
-    ST_DST(dt::C32)
-    ST_DST(dt::C64)
-    ST_DST(dt::C128)
-    ST_DST(dt::BOOL)
-    ST_DST(dt::BF16)
-    ST_DST(dt::U16)
-    ST_DST(dt::U32)
-    ST_DST(dt::U64)
-#undef ST_DST
-    default: return false;
-  }
+  return visit_dtype_code(d, go, false);
 }
 
 }  // namespace
 
 bool launch_dense_convert(int32_t s, int32_t d, int64_t n, char* dst, const char* src, cudaStream_t stream,
                           cudaError_t* err) {
-  switch (s) {
-    case dt::U8: return dense_from<dt::U8>(d, n, dst, src, stream, err);
-    case dt::I8: return dense_from<dt::I8>(d, n, dst, src, stream, err);
-    case dt::I16: return dense_from<dt::I16>(d, n, dst, src, stream, err);
-    case dt::I32: return dense_from<dt::I32>(d, n, dst, src, stream, err);
-    case dt::I64: return dense_from<dt::I64>(d, n, dst, src, stream, err);
-    case dt::F16: return dense_from<dt::F16>(d, n, dst, src, stream, err);
-    case dt::F32: return dense_from<dt::F32>(d, n, dst, src, stream, err);
-    case dt::F64: return dense_from<dt::F64>(d, n, dst, src, stream, err);
-    case dt::C32: return dense_from<dt::C32>(d, n, dst, src, stream, err);
-    case dt::C64: return dense_from<dt::C64>(d, n, dst, src, stream, err);
-    case dt::C128: return dense_from<dt::C128>(d, n, dst, src, stream, err);
-    case dt::BOOL: return dense_from<dt::BOOL>(d, n, dst, src, stream, err);
-    case dt::BF16: return dense_from<dt::BF16>(d, n, dst, src, stream, err);
-    case dt::U16: return dense_from<dt::U16>(d, n, dst, src, stream, err);
-    case dt::U32: return dense_from<dt::U32>(d, n, dst, src, stream, err);
-    case dt::U64: return dense_from<dt::U64>(d, n, dst, src, stream, err);
-    default: return false;
-  }
+  return visit_dtype_code(
+      s, [&](auto code) { return dense_from<decltype(code)::value>(d, n, dst, src, stream, err); }, false);
 }
 
 }  // namespace slimtensor_cuda

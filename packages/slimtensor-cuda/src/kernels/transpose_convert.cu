@@ -31,28 +31,7 @@ bool convert_from(int32_t d, const TransposeParams& p, char* dst, const char* sr
       return true;
     }
   };
-  switch (d) {
-#define ST_DST(code) \
-  case code: return go(std::integral_constant<int32_t, code>{});
-    ST_DST(dt::U8)
-    ST_DST(dt::I8)
-    ST_DST(dt::I16)
-    ST_DST(dt::I32)
-    ST_DST(dt::I64)
-    ST_DST(dt::F16)
-    ST_DST(dt::F32)
-    ST_DST(dt::F64)
-    ST_DST(dt::C32)
-    ST_DST(dt::C64)
-    ST_DST(dt::C128)
-    ST_DST(dt::BOOL)
-    ST_DST(dt::BF16)
-    ST_DST(dt::U16)
-    ST_DST(dt::U32)
-    ST_DST(dt::U64)
-#undef ST_DST
-    default: return false;
-  }
+  return visit_dtype_code(d, go, false);
 }
 
 }  // namespace
@@ -61,29 +40,8 @@ bool launch_transpose_convert(int32_t s, int32_t d, const CopyLayout& l, char* d
                               cudaStream_t stream, cudaError_t* err) {
   TransposeParams p;
   if (!small_layout(l) || !plan_transpose(l, true, &p)) return false;
-  bool launched = false;
-  switch (s) {
-#define ST_SRC(code) \
-  case code: launched = convert_from<code>(d, p, dst, src, stream); break;
-    ST_SRC(dt::U8)
-    ST_SRC(dt::I8)
-    ST_SRC(dt::I16)
-    ST_SRC(dt::I32)
-    ST_SRC(dt::I64)
-    ST_SRC(dt::F16)
-    ST_SRC(dt::F32)
-    ST_SRC(dt::F64)
-    ST_SRC(dt::C32)
-    ST_SRC(dt::C64)
-    ST_SRC(dt::C128)
-    ST_SRC(dt::BOOL)
-    ST_SRC(dt::BF16)
-    ST_SRC(dt::U16)
-    ST_SRC(dt::U32)
-    ST_SRC(dt::U64)
-#undef ST_SRC
-    default: break;
-  }
+  const bool launched = visit_dtype_code(
+      s, [&](auto code) { return convert_from<decltype(code)::value>(d, p, dst, src, stream); }, false);
   if (launched) *err = cudaGetLastError();
   return launched;
 }
