@@ -92,16 +92,35 @@ print(json.dumps(out))
 """
 
 
-def run_side(side: str, model_dir: str, runs: int, names: list[str]) -> dict:
-    r = subprocess.run(
-        [sys.executable, "-c", CHILD, side, model_dir, str(runs), ",".join(names)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+def _child(side: str, model_dir: str, runs: int, names: list[str]) -> tuple[dict | None, str]:
+    """One subprocess timing ``names`` on ``side``: (results, "") or (None, why it died)."""
+    try:
+        r = subprocess.run(
+            [sys.executable, "-c", CHILD, side, model_dir, str(runs), ",".join(names)],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+    except subprocess.TimeoutExpired:
+        return None, "timed out after 900 s"
     if r.returncode != 0:
-        raise SystemExit(f"{side} side failed:\n{r.stderr[-4000:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+        return None, f"exit {r.returncode}: {(r.stderr or r.stdout)[-600:]}"
+    return json.loads(r.stdout.strip().splitlines()[-1]), ""
+
+
+def run_side(side: str, model_dir: str, runs: int, names: list[str]) -> dict:
+    """All models in one process; when that process dies (a crash is not an exception), each model again in
+    its own, so the crashing model is named with its stderr and the others are still measured."""
+    out, why = _child(side, model_dir, runs, names)
+    if out is not None:
+        return out
+    print(f"{side} side died ({why.splitlines()[0] if why else ''}); one process per model", file=sys.stderr)
+    key = "torch" if side == "torch" else "slim"
+    out = {}
+    for name in names:
+        one, why = _child(side, model_dir, runs, [name])
+        out.update(one if one is not None else {name: {key: {"skipped": f"the {side} process died: {why}"}}})
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
