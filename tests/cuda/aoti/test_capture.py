@@ -80,3 +80,37 @@ def test_an_uncapturable_model_is_refused_clearly(cuda_models):
         out = model(*[_cuda(a) for a in m.inputs])
         out = out if isinstance(out, tuple) else (out,)
         np.testing.assert_allclose(out[0].cpu().numpy(), m.outputs[0], rtol=1e-5, atol=1e-6)
+
+
+def test_replay_takes_strided_torch_and_wrong_inputs(cuda_models):
+    """replay() copies dense inputs in one C call and strided ones through copy_ (Note [Replay in one call]);
+    both, and torch tensors through DLPack, give the eager result; a wrong dtype or device is refused."""
+    import slimtensor as st
+    from slimtensor import aoti
+
+    m = cuda_models("pointwise")["pointwise"]
+    rng = np.random.default_rng(11)
+    with aoti.load(m.path, device="cuda") as model:
+        model.capture(*[_cuda(a) for a in m.inputs])
+        new = [rng.standard_normal(a.shape).astype(a.dtype) for a in m.inputs]
+        want = model(*[_cuda(a) for a in new]).cpu().numpy()
+        # a strided view: every other element of a tensor twice as long in its last dim
+        wide = [np.repeat(a, 2, axis=-1) for a in new]
+        strided = [_cuda(w)[..., ::2] for w in wide]
+        assert not strided[0].is_contiguous()
+        np.testing.assert_allclose(model.replay(*strided).cpu().numpy(), want, rtol=1e-6, atol=1e-6)
+        # the static inputs themselves (nothing to copy) replay the last values again
+        _, _, static, *_ = model._graph
+        np.testing.assert_allclose(model.replay(*static).cpu().numpy(), want, rtol=1e-6, atol=1e-6)
+        try:
+            import torch
+        except ImportError:
+            torch = None
+        if torch is not None and torch.cuda.is_available():
+            tin = [torch.from_numpy(a).cuda() for a in new]
+            got = model.replay(*tin)
+            np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-6, atol=1e-6)
+        with pytest.raises(ValueError, match="captured with"):
+            model.replay(*[_cuda(a.astype(np.float64)) for a in new])
+        with pytest.raises(ValueError, match="is on cpu"):
+            model.replay(*[st.asarray(a) for a in new])

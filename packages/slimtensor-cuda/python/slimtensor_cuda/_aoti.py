@@ -99,6 +99,15 @@ class CudaAOTISupport:
         L.slimtensor_cuda_aoti_capture_end.argtypes = [c_void_p, c_void_p]
         L.slimtensor_cuda_aoti_graph_replay.restype = c_int32
         L.slimtensor_cuda_aoti_graph_replay.argtypes = [c_void_p, c_void_p]
+        L.slimtensor_cuda_aoti_graph_replay_inputs.restype = c_int32
+        L.slimtensor_cuda_aoti_graph_replay_inputs.argtypes = [
+            c_void_p,
+            c_void_p,
+            c_int32,
+            ctypes.POINTER(c_void_p),
+            ctypes.POINTER(c_void_p),
+            ctypes.POINTER(ctypes.c_uint64),
+        ]
         L.slimtensor_cuda_aoti_graph_destroy.restype = None
         L.slimtensor_cuda_aoti_graph_destroy.argtypes = [c_void_p]
         self.graphs = _Graphs(self)
@@ -233,6 +242,24 @@ class _Graphs:
 
     def replay(self, graph: int, stream: int) -> None:
         if self._lib.slimtensor_cuda_aoti_graph_replay(graph, stream) != 0:
+            raise RuntimeError(self._s.last_error())
+
+    def static_inputs(self, tensors: list) -> tuple:
+        """The arguments replay_inputs() copies into: the static inputs' data pointers and sizes, once."""
+        n = len(tensors)
+        return (c_void_p * max(1, n))(*[t.data_ptr() for t in tensors]), (ctypes.c_uint64 * max(1, n))(
+            *[t.nbytes for t in tensors]
+        )
+
+    def replay_inputs(self, graph: int, stream: int, srcs: list[int], static: tuple) -> None:
+        """Copies the dense device memory at ``srcs`` into the static inputs and launches the graph, on
+        ``stream``, in one C call (Note [Replay in one call] in src/aoti/graphs.cpp)."""
+        n = len(srcs)
+        ptrs = (c_void_p * max(1, n))(*srcs)
+        if (
+            self._lib.slimtensor_cuda_aoti_graph_replay_inputs(graph, stream, n, static[0], ptrs, static[1])
+            != 0
+        ):
             raise RuntimeError(self._s.last_error())
 
     def destroy(self, graph: int) -> None:

@@ -54,5 +54,11 @@ SLIMTENSOR_CUDA_AOTI_API int32_t slimtensor_cuda_aoti_capture_begin(int32_t devi
 SLIMTENSOR_CUDA_AOTI_API int32_t slimtensor_cuda_aoti_capture_end(void* graph, void* stream);
 // Launches the graph on `stream` (any stream of its device).
 SLIMTENSOR_CUDA_AOTI_API int32_t slimtensor_cuda_aoti_graph_replay(void* graph, void* stream);
+// Copies n inputs into the graph's static inputs on `stream` (srcs[i] -> dsts[i], nbytes[i] bytes of device
+// memory on the graph's device, both dense; a pair with srcs[i] == dsts[i] is skipped), then launches the
+// graph there: replay() in one call (Note [Replay in one call]).
+SLIMTENSOR_CUDA_AOTI_API int32_t slimtensor_cuda_aoti_graph_replay_inputs(void* graph, void* stream, int32_t n,
+                                                                          void* const* dsts, const void* const* srcs,
+                                                                          const uint64_t* nbytes);
 // Waits for the graph's replays, destroys it and releases its pool. NULL is ignored.
 SLIMTENSOR_CUDA_AOTI_API void slimtensor_cuda_aoti_graph_destroy(void* graph);

@@ -102,13 +102,27 @@ int32_t slimtensor_cuda_aoti_capture_end(void* graph, void* stream) {
   return 0;
 }
 
-int32_t slimtensor_cuda_aoti_graph_replay(void* graph, void* stream) {
+// Note [Replay in one call]
+// A replay of a small model is host-bound: what the GPU sees between two replays is the time the host takes to
+// queue the input copies and the launch. So replay() hands every input copy and the launch to one C call (the
+// Python side checks shapes, dtypes, devices and density, and keeps the sources alive across the call): n
+// cudaMemcpyAsync and one cudaGraphLaunch, all on the caller's stream, with no Python between them.
+int32_t slimtensor_cuda_aoti_graph_replay_inputs(void* graph, void* stream, int32_t n, void* const* dsts,
+                                                 const void* const* srcs, const uint64_t* nbytes) {
   const char* fn = "slimtensor_cuda_aoti_graph_replay";
   if (graph == nullptr) return fail("slimtensor_cuda %s(): graph is NULL", fn);
   auto* g = static_cast<ModelGraph*>(graph);
   if (g->exec == nullptr) return fail("slimtensor_cuda %s(): the graph was not captured", fn);
+  if (n < 0 || (n > 0 && (dsts == nullptr || srcs == nullptr || nbytes == nullptr)))
+    return fail("slimtensor_cuda %s(): %d inputs with a NULL pointer or size array", fn, static_cast<int>(n));
   auto s = static_cast<cudaStream_t>(stream);
   DeviceGuard guard(g->device);
+  for (int32_t i = 0; i < n; ++i) {
+    if (srcs[i] == dsts[i] || nbytes[i] == 0) continue;
+    if (srcs[i] == nullptr || dsts[i] == nullptr)
+      return fail("slimtensor_cuda %s(): input %d has a NULL data pointer", fn, static_cast<int>(i));
+    ST_CUDA_TRY(fn, "cudaMemcpyAsync", cudaMemcpyAsync(dsts[i], srcs[i], nbytes[i], cudaMemcpyDeviceToDevice, s));
+  }
   ST_CUDA_TRY(fn, "cudaGraphLaunch", cudaGraphLaunch(g->exec, s));
   cudaEvent_t done = nullptr;
   for (auto& [rs, e] : g->replays) {
@@ -120,6 +134,10 @@ int32_t slimtensor_cuda_aoti_graph_replay(void* graph, void* stream) {
   }
   ST_CUDA_TRY(fn, "cudaEventRecord", real_cudart().event_record(done, s));
   return 0;
+}
+
+int32_t slimtensor_cuda_aoti_graph_replay(void* graph, void* stream) {
+  return slimtensor_cuda_aoti_graph_replay_inputs(graph, stream, 0, nullptr, nullptr, nullptr);
 }
 
 void slimtensor_cuda_aoti_graph_destroy(void* graph) {

@@ -517,7 +517,8 @@ class AOTIModel:
             raise self._model_error("model run failed")
         return results[0] if len(results) == 1 else tuple(results)
 
-    def _input(self, x, i):
+    def _on_device(self, x, i):
+        """Input ``i`` as a slimtensor tensor (no copy), refused when it is not on the model's device."""
         t = _to_tensor(x, i)
         if t.device.type != self._device_type or (
             self._support is not None and t.device.index != self._index
@@ -526,6 +527,10 @@ class AOTIModel:
                 f"slimtensor.aoti: input {i} ({self.input_names[i]}) is on {t.device} but the model runs on "
                 f"{self.device}; move it with .to({self.device!r})"
             )
+        return t
+
+    def _input(self, x, i):
+        t = self._on_device(x, i)
         return t if t.is_contiguous() else t.contiguous()
 
     def run_numpy(self, *arrays):
@@ -599,7 +604,8 @@ class AOTIModel:
                 f"captured into a CUDA graph: {failure}"
             ) from failure
         sup.wait_stream(index, caller, s)
-        self._graph = (graph, private, static, outs)
+        shapes = [(tuple(t.shape), t.dtype) for t in static]
+        self._graph = (graph, private, static, outs, shapes, graphs.static_inputs(static))
 
     def replay(self, *inputs, stream=None):
         """Copies ``inputs`` into the captured run's static inputs and replays it on ``stream`` (or the current
@@ -607,21 +613,27 @@ class AOTIModel:
         self._check_open()
         if getattr(self, "_graph", None) is None:
             raise RuntimeError("slimtensor.aoti: replay() needs a graph: call capture(*example_inputs) first")
-        graph, _, static, outs = self._graph
+        graph, _, static, outs, shapes, static_ptrs = self._graph
         if len(inputs) != len(static):
             raise ValueError(f"slimtensor.aoti: replay() takes {len(static)} inputs but got {len(inputs)}")
         handle = self._stream(stream)
+        sources = [self._on_device(x, i) for i, x in enumerate(inputs)]  # alive until the copies are queued
+        for i, src in enumerate(sources):
+            shape, dtype = shapes[i]
+            if src.dtype != dtype or tuple(src.shape) != shape:
+                raise ValueError(
+                    f"slimtensor.aoti: replay() input {i} ({self.input_names[i]}) is {src.dtype.name}"
+                    f"{list(src.shape)} but the graph was captured with {dtype.name}{list(shape)}; "
+                    "capture() again for other shapes"
+                )
+        if all(
+            src.is_contiguous() for src in sources
+        ):  # Note [Replay in one call]: the copies and the launch
+            self._graphs().replay_inputs(graph, handle, [src.data_ptr() for src in sources], static_ptrs)
+            return outs
         with self._support.current_stream(self._index, handle):
-            for i, (dst, x) in enumerate(zip(static, inputs, strict=True)):
-                src = self._input(x, i)
-                if tuple(src.shape) != tuple(dst.shape) or src.dtype != dst.dtype:
-                    raise ValueError(
-                        f"slimtensor.aoti: replay() input {i} ({self.input_names[i]}) is {src.dtype.name}"
-                        f"{list(src.shape)} but the graph was captured with {dst.dtype.name}{list(dst.shape)}; "
-                        "capture() again for other shapes"
-                    )
-                if src.data_ptr() != dst.data_ptr():
-                    dst.copy_(src, non_blocking=True)
+            for dst, src in zip(static, sources, strict=True):
+                dst.copy_(src, non_blocking=True)
             self._graphs().replay(graph, handle)
         return outs
 
