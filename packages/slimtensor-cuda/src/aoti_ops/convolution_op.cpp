@@ -7,25 +7,25 @@
 // the AOTI code that consumes it was generated for torch's strides; inputs in another layout are copied into
 // that format first. Precision as torch's defaults: float32 may use TF32 (torch.backends.cudnn.allow_tf32 is
 // True by default: CUDNN_DEFAULT_MATH), bfloat16/float16 use tensor cores with float32 accumulation. The
-// algorithm is cuDNN's heuristic choice (torch's default, benchmark=False), cached per problem. The bias is
-// added by cudnnAddTensor. One cuDNN handle per device is shared, so calls are serialised.
+// algorithm is cuDNN's heuristic choice (torch's default, benchmark=False), cached per problem with its
+// descriptors (Note [Convolution plans]). The bias is added by slimtensor's channel-bias kernel (as torch adds
+// it: after the convolution, in float). One cuDNN handle per device is shared, so calls are serialised.
 #include <cuda_runtime_api.h>
 
 #include <climits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "aoti_ops/bias_add_kernel.h"
 #include "aoti_ops/cudnn_api.h"
 #include "aoti_ops/op_support.h"
 #include "slimtensor/c/shim_cuda_ops.h"
 
 namespace slimtensor_cuda::aoti_ops {
 namespace {
-
-std::mutex g_conv_mutex;
-std::map<std::string, std::pair<int, size_t>>* g_algos = new std::map<std::string, std::pair<int, size_t>>;
 
 int cudnn_type(int32_t dtype) {
   return dtype == kFloat32 ? dnn::kFloat : dtype == kBFloat16 ? dnn::kBFloat16 : dnn::kHalf;
@@ -108,17 +108,28 @@ bool cudnn_dims(const TensorInfo& t, bool one_d, bool channels_last, int* dims, 
 
 struct ConvDescs {
   const dnn::Api* a;
-  dnn::TensorDesc x = nullptr, y = nullptr, b = nullptr;
+  dnn::TensorDesc x = nullptr, y = nullptr;
   dnn::FilterDesc w = nullptr;
   dnn::ConvDesc conv = nullptr;
   ~ConvDescs() {
     if (x) a->DestroyTensorDescriptor(x);
     if (y) a->DestroyTensorDescriptor(y);
-    if (b) a->DestroyTensorDescriptor(b);
     if (w) a->DestroyFilterDescriptor(w);
     if (conv) a->DestroyConvolutionDescriptor(conv);
   }
 };
+
+struct ConvPlan {
+  explicit ConvPlan(const dnn::Api* api) : d{api} {}
+  ConvDescs d;
+  int algo = -1;
+  size_t workspace_bytes = 0;
+};
+
+// Guards the plans and the shared cuDNN handle (cudnnSetStream and the call are not atomic).
+std::mutex g_conv_mutex;
+// Never destroyed: cuDNN may be unloaded before static destructors run.
+auto* g_plans = new std::map<std::vector<int64_t>, std::unique_ptr<ConvPlan>>;
 
 #define DNN_TRY(what, call)                                                             \
   do {                                                                                  \
@@ -251,34 +262,29 @@ int convolution(AtenTensorHandle input_h, AtenTensorHandle weight_h, AtenTensorH
     pad[i] = static_cast<int>(padding[j]), str[i] = static_cast<int>(stride[j]), dil[i] = static_cast<int>(dilation[j]);
     ++j;
   }
-  ConvDescs d{a};
-  DNN_TRY("cudnnCreateTensorDescriptor", a->CreateTensorDescriptor(&d.x));
-  DNN_TRY("cudnnCreateTensorDescriptor", a->CreateTensorDescriptor(&d.y));
-  DNN_TRY("cudnnCreateFilterDescriptor", a->CreateFilterDescriptor(&d.w));
-  DNN_TRY("cudnnCreateConvolutionDescriptor", a->CreateConvolutionDescriptor(&d.conv));
-  DNN_TRY("cudnnSetTensorNdDescriptor(input)", a->SetTensorNdDescriptor(d.x, type, nd, xd, xs));
-  DNN_TRY("cudnnSetTensorNdDescriptor(output)", a->SetTensorNdDescriptor(d.y, type, nd, yd, ys));
-  DNN_TRY("cudnnSetFilterNdDescriptor",
-          a->SetFilterNdDescriptor(d.w, type, channels_last ? dnn::kNHWC : dnn::kNCHW, nd, wd));
-  DNN_TRY("cudnnSetConvolutionNdDescriptor",
-          a->SetConvolutionNdDescriptor(d.conv, nsp_c, pad, str, dil, dnn::kCrossCorrelation, dnn::kFloat));
-  DNN_TRY("cudnnSetConvolutionGroupCount", a->SetConvolutionGroupCount(d.conv, static_cast<int>(groups)));
-  DNN_TRY("cudnnSetConvolutionMathType",
-          a->SetConvolutionMathType(d.conv, input.dtype == kFloat32 ? dnn::kDefaultMath : dnn::kTensorOpMath));
-
-  std::string key = std::to_string(input.device) + ":" + std::to_string(type) + ":" + std::to_string(transposed) + ":" +
-                    std::to_string(groups) + ":" + std::to_string(channels_last);
-  for (int i = 0; i < nd; ++i)
-    key += ":" + std::to_string(xd[i]) + "," + std::to_string(yd[i]) + "," + std::to_string(wd[i]) + "," +
-           std::to_string(xs[i]) + "," + std::to_string(ys[i]);
-  for (int i = 0; i < nsp_c; ++i) key += ";" + std::to_string(pad[i]) + std::to_string(str[i]) + std::to_string(dil[i]);
-  int algo = -1;
-  size_t ws_size = 0;
-  auto it = g_algos->find(key);
-  if (it != g_algos->end()) {
-    algo = it->second.first;
-    ws_size = it->second.second;
-  } else {
+  // Note [Convolution plans]: a call's host time is what a small model's run is made of, so everything
+  // that depends only on the problem (the descriptors, the algorithm and its workspace size) is made once per
+  // problem and kept; a call with a known problem sets the stream and convolves.
+  std::vector<int64_t> key = {input.device, type, transposed, groups, channels_last, nd};
+  for (int i = 0; i < nd; ++i) key.insert(key.end(), {xd[i], xs[i], yd[i], ys[i], wd[i]});
+  for (int i = 0; i < nsp_c; ++i) key.insert(key.end(), {pad[i], str[i], dil[i]});
+  auto found = g_plans->find(key);
+  if (found == g_plans->end()) {
+    auto plan = std::make_unique<ConvPlan>(a);
+    ConvDescs& d = plan->d;
+    DNN_TRY("cudnnCreateTensorDescriptor", a->CreateTensorDescriptor(&d.x));
+    DNN_TRY("cudnnCreateTensorDescriptor", a->CreateTensorDescriptor(&d.y));
+    DNN_TRY("cudnnCreateFilterDescriptor", a->CreateFilterDescriptor(&d.w));
+    DNN_TRY("cudnnCreateConvolutionDescriptor", a->CreateConvolutionDescriptor(&d.conv));
+    DNN_TRY("cudnnSetTensorNdDescriptor(input)", a->SetTensorNdDescriptor(d.x, type, nd, xd, xs));
+    DNN_TRY("cudnnSetTensorNdDescriptor(output)", a->SetTensorNdDescriptor(d.y, type, nd, yd, ys));
+    DNN_TRY("cudnnSetFilterNdDescriptor",
+            a->SetFilterNdDescriptor(d.w, type, channels_last ? dnn::kNHWC : dnn::kNCHW, nd, wd));
+    DNN_TRY("cudnnSetConvolutionNdDescriptor",
+            a->SetConvolutionNdDescriptor(d.conv, nsp_c, pad, str, dil, dnn::kCrossCorrelation, dnn::kFloat));
+    DNN_TRY("cudnnSetConvolutionGroupCount", a->SetConvolutionGroupCount(d.conv, static_cast<int>(groups)));
+    DNN_TRY("cudnnSetConvolutionMathType",
+            a->SetConvolutionMathType(d.conv, input.dtype == kFloat32 ? dnn::kDefaultMath : dnn::kTensorOpMath));
     dnn::AlgoPerf perf[8];
     int returned = 0;
     if (!transposed)
@@ -287,44 +293,46 @@ int convolution(AtenTensorHandle input_h, AtenTensorHandle weight_h, AtenTensorH
     else
       DNN_TRY("cudnnGetConvolutionBackwardDataAlgorithm_v7",
               a->GetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.x, d.conv, d.y, 8, &returned, perf));
-    for (int i = 0; i < returned && algo < 0; ++i) {
+    for (int i = 0; i < returned && plan->algo < 0; ++i) {
       if (perf[i].status != 0) continue;
       size_t need = 0;
       const dnn::Status st =
           !transposed ? a->GetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, perf[i].algo, &need)
                       : a->GetConvolutionBackwardDataWorkspaceSize(h, d.w, d.x, d.conv, d.y, perf[i].algo, &need);
-      if (st == 0) algo = perf[i].algo, ws_size = need;
+      if (st == 0) plan->algo = perf[i].algo, plan->workspace_bytes = need;
     }
-    if (algo < 0)
+    if (plan->algo < 0)
       return fail("%s(): cuDNN has no algorithm for this %s convolution (input %s, weight %s)", op,
                   dtype_name(input.dtype), shape_text(input).c_str(), shape_text(weight).c_str());
-    g_algos->emplace(key, std::make_pair(algo, ws_size));
+    found = g_plans->emplace(std::move(key), std::move(plan)).first;
   }
+  const ConvPlan& plan = *found->second;
+  const ConvDescs& d = plan.d;
   OwnedHandle workspace;
   void* ws_ptr = nullptr;
-  if (ws_size > 0) {
-    const int64_t bytes = static_cast<int64_t>(ws_size);
+  if (plan.workspace_bytes > 0) {
+    const int64_t bytes = static_cast<int64_t>(plan.workspace_bytes);
     if (new_tensor(op, 1, &bytes, nullptr, /*uint8*/ 0, input.device, workspace.out())) return 1;
     aoti_torch_get_data_ptr(workspace.get(), &ws_ptr);
   }
   const float one = 1.0f, zero = 0.0f;
   if (!transposed)
-    DNN_TRY("cudnnConvolutionForward", a->ConvolutionForward(h, &one, d.x, x.data, d.w, w.data, d.conv, algo, ws_ptr,
-                                                             ws_size, &zero, d.y, out.data));
+    DNN_TRY("cudnnConvolutionForward", a->ConvolutionForward(h, &one, d.x, x.data, d.w, w.data, d.conv, plan.algo,
+                                                             ws_ptr, plan.workspace_bytes, &zero, d.y, out.data));
   else
-    DNN_TRY("cudnnConvolutionBackwardData", a->ConvolutionBackwardData(h, &one, d.w, w.data, d.x, x.data, d.conv, algo,
-                                                                       ws_ptr, ws_size, &zero, d.y, out.data));
-  if (has_bias) {
+    DNN_TRY("cudnnConvolutionBackwardData",
+            a->ConvolutionBackwardData(h, &one, d.w, w.data, d.x, x.data, d.conv, plan.algo, ws_ptr,
+                                       plan.workspace_bytes, &zero, d.y, out.data));
+  if (has_bias) {  // as torch adds it: after the convolution, in float, rounded once
     OwnedHandle b_copy;
     TensorInfo b = bias;
     if (!bias.is_contiguous() && contiguous_copy(op, bias, &b, b_copy.out())) return 1;
-    int bd[kMaxOpDims], bs[kMaxOpDims];
-    for (int i = 0; i < nd; ++i) bd[i] = 1, bs[i] = 1;
-    bd[1] = static_cast<int>(c_out);
-    bs[0] = static_cast<int>(c_out);
-    DNN_TRY("cudnnCreateTensorDescriptor", a->CreateTensorDescriptor(&d.b));
-    DNN_TRY("cudnnSetTensorNdDescriptor(bias)", a->SetTensorNdDescriptor(d.b, type, nd, bd, bs));
-    DNN_TRY("cudnnAddTensor", a->AddTensor(h, &one, d.b, b.data, &one, d.y, out.data));
+    int64_t inner = 1;  // elements between two channels: 1 in channels-last, the spatial size otherwise
+    if (!channels_last)
+      for (int64_t i = 2; i < out.ndim; ++i) inner *= out.sizes[i];
+    const cudaError_t err =
+        launch_channel_bias_add(out.dtype, out.data, b.data, out.numel(), c_out, inner, op_stream(input.device));
+    if (err != cudaSuccess) return fail("%s(): the bias kernel failed to launch: %s", op, cudaGetErrorString(err));
   }
   *ret0 = out_h.take();
   return 0;

@@ -31,8 +31,7 @@ const char* const kNames[] = {"cudnnCreate",
                               "cudnnConvolutionForward",
                               "cudnnGetConvolutionBackwardDataAlgorithm_v7",
                               "cudnnGetConvolutionBackwardDataWorkspaceSize",
-                              "cudnnConvolutionBackwardData",
-                              "cudnnAddTensor"};
+                              "cudnnConvolutionBackwardData"};
 
 NvidiaApi<Api> g_api(kCudnn, kNames);  // Note [One function table per library]
 DeviceHandles<Handle> g_handles;

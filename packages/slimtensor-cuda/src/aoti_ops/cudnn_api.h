@@ -68,8 +68,6 @@ struct Api {
   Status (*ConvolutionBackwardData)(Handle, const void* alpha, FilterDesc w_desc, const void* w, TensorDesc dy_desc,
                                     const void* dy, ConvDesc, int algo, void* workspace, size_t workspace_size,
                                     const void* beta, TensorDesc dx_desc, void* dx);
-  Status (*AddTensor)(Handle, const void* alpha, TensorDesc a_desc, const void* a, const void* beta, TensorDesc c_desc,
-                      void* c);
 };
 
 // cuDNN, opened and resolved once; null with the plugin's last error naming `op` and nvidia-cudnn-cu13.
