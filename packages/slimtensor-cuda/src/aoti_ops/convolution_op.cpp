@@ -6,10 +6,11 @@
 // torch's cuDNN rule (channels-last when the input or the weight is channels-last, else contiguous), because
 // the AOTI code that consumes it was generated for torch's strides; inputs in another layout are copied into
 // that format first. Precision as torch's defaults: float32 may use TF32 (torch.backends.cudnn.allow_tf32 is
-// True by default: CUDNN_DEFAULT_MATH), bfloat16/float16 use tensor cores with float32 accumulation. The
-// algorithm is cuDNN's heuristic choice (torch's default, benchmark=False), cached per problem with its
-// descriptors (Note [Convolution plans]). The bias is added by slimtensor's channel-bias kernel (as torch adds
-// it: after the convolution, in float). One cuDNN handle per device is shared, so calls are serialised.
+// True by default, so no engine is filtered out for its TF32 note), bfloat16/float16 use tensor cores with
+// float32 accumulation. The engine is the first that cuDNN's instant heuristics rank and that plans (torch's
+// default, benchmark=False), planned once per problem (Note [Convolution plans]). The bias is added by
+// slimtensor's channel-bias kernel (as torch adds it: after the convolution, in float). One cuDNN handle per
+// device is shared, so calls are serialised.
 #include <cuda_runtime_api.h>
 
 #include <climits>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "aoti_ops/bias_add_kernel.h"
+#include "aoti_ops/conv_graph.h"
 #include "aoti_ops/cudnn_api.h"
 #include "aoti_ops/op_support.h"
 #include "slimtensor/c/shim_cuda_ops.h"
@@ -83,59 +85,34 @@ int in_layout(const char* op, const TensorInfo& t, bool channels_last, TensorInf
   return 0;
 }
 
-// cuDNN's int dims for t (a height of 1 inserted for 1-D convolutions) and the dense strides of those dims in
-// the chosen format: t is dense in it (in_layout), and a size-1 dim's stride, which torch leaves arbitrary, is
-// given its canonical value.
-bool cudnn_dims(const TensorInfo& t, bool one_d, bool channels_last, int* dims, int* strides, int* nd) {
-  int64_t d64[kMaxOpDims], s64[kMaxOpDims];
+// cuDNN's dims for t (a height of 1 inserted for 1-D convolutions) and the dense strides of those dims in the
+// chosen format: t is dense in it (in_layout), and a size-1 dim's stride, which torch leaves arbitrary, is given
+// its canonical value. Returns the rank.
+int cudnn_dims(const TensorInfo& t, bool one_d, bool channels_last, int64_t* dims, int64_t* strides) {
   int k = 0;
   for (int64_t i = 0; i < t.ndim; ++i) {
-    if (one_d && i == 2) d64[k++] = 1;
-    d64[k++] = t.sizes[i];
+    if (one_d && i == 2) dims[k++] = 1;
+    dims[k++] = t.sizes[i];
   }
   if (channels_last)
-    channels_last_strides(k, d64, s64);
+    channels_last_strides(k, dims, strides);
   else
-    contiguous_strides(k, d64, s64);
-  for (int i = 0; i < k; ++i) {
-    if (d64[i] > INT_MAX || s64[i] > INT_MAX) return false;
-    dims[i] = static_cast<int>(d64[i]);
-    strides[i] = static_cast<int>(s64[i]);
-  }
-  *nd = k;
-  return true;
+    contiguous_strides(k, dims, strides);
+  return k;
 }
 
-struct ConvDescs {
-  const dnn::Api* a;
-  dnn::TensorDesc x = nullptr, y = nullptr;
-  dnn::FilterDesc w = nullptr;
-  dnn::ConvDesc conv = nullptr;
-  ~ConvDescs() {
-    if (x) a->DestroyTensorDescriptor(x);
-    if (y) a->DestroyTensorDescriptor(y);
-    if (w) a->DestroyFilterDescriptor(w);
-    if (conv) a->DestroyConvolutionDescriptor(conv);
-  }
-};
-
-struct ConvPlan {
-  explicit ConvPlan(const dnn::Api* api) : d{api} {}
-  ConvDescs d;
-  int algo = -1;
-  size_t workspace_bytes = 0;
-};
+// The largest power of two up to 16 that divides p: cuDNN picks vectorised kernels by it.
+int64_t alignment(const void* p) {
+  const auto v = reinterpret_cast<uintptr_t>(p);
+  int64_t a = 16;
+  while (a > 1 && v % static_cast<uintptr_t>(a) != 0) a /= 2;
+  return a;
+}
 
 // Guards the plans and the shared cuDNN handle (cudnnSetStream and the call are not atomic).
 std::mutex g_conv_mutex;
 // Never destroyed: cuDNN may be unloaded before static destructors run.
-auto* g_plans = new std::map<std::vector<int64_t>, std::unique_ptr<ConvPlan>>;
-
-#define DNN_TRY(what, call)                                                             \
-  do {                                                                                  \
-    const dnn::Status st_ = (call);                                                     \
-    if (st_ != 0) return fail("%s(): %s failed: %s", op, what, a->GetErrorString(st_)); \
-  } while (0)
+auto* g_plans = new std::map<std::vector<int64_t>, std::unique_ptr<ConvGraphPlan>>;
 
 int check_list(const char* op, const char* what, const int64_t* v, int64_t len, int64_t nsp, int64_t min) {
   if (len != nsp || (len > 0 && v == nullptr))
@@ -246,83 +223,47 @@ int convolution(AtenTensorHandle input_h, AtenTensorHandle weight_h, AtenTensorH
   std::lock_guard<std::mutex> lock(g_conv_mutex);
   dnn::Handle h = nullptr;
   if (dnn::handle(op, input.device, op_stream(input.device), &h)) return 1;
+  // Note [Convolution plans]: a call's host time is what a small model's run is made of. Through the legacy calls
+  // (descriptors, cudnnConvolutionForward) one call cost 35-65 us of host time on the H200 where torch's F.conv2d
+  // of the same problem costs 15-25 us; so a convolution is a graph-API execution plan, made once per problem
+  // (shapes, strides, dtype, alignment) and kept, and a call binds its pointers in a variant pack and executes,
+  // as torch's cuDNN path does.
   const bool one_d = nsp == 1;
-  const int type = cudnn_type(input.dtype);
-  int xd[kMaxOpDims], xs[kMaxOpDims], yd[kMaxOpDims], ys[kMaxOpDims], wd[kMaxOpDims], ws_[kMaxOpDims], nd = 0;
-  if (!cudnn_dims(x, one_d, channels_last, xd, xs, &nd) || !cudnn_dims(out, one_d, channels_last, yd, ys, &nd) ||
-      !cudnn_dims(w, one_d, channels_last, wd, ws_, &nd))
-    return fail("%s(): a size or stride exceeds 2^31-1, which cuDNN does not take", op);
-  const int nsp_c = nd - 2;
-  int pad[3], str[3], dil[3];
-  for (int i = 0, j = 0; i < nsp_c; ++i) {
+  ConvProblem p;
+  p.type = cudnn_type(input.dtype);
+  p.transposed = transposed != 0;
+  p.nd = cudnn_dims(x, one_d, channels_last, p.x_dims, p.x_strides);
+  cudnn_dims(w, one_d, channels_last, p.w_dims, p.w_strides);
+  cudnn_dims(out, one_d, channels_last, p.y_dims, p.y_strides);
+  for (int i = 0, j = 0; i < p.nd - 2; ++i) {
     if (one_d && i == 0) {
-      pad[i] = 0, str[i] = 1, dil[i] = 1;
+      p.pad[i] = 0, p.stride[i] = 1, p.dilation[i] = 1;
       continue;
     }
-    pad[i] = static_cast<int>(padding[j]), str[i] = static_cast<int>(stride[j]), dil[i] = static_cast<int>(dilation[j]);
+    p.pad[i] = padding[j], p.stride[i] = stride[j], p.dilation[i] = dilation[j];
     ++j;
   }
-  // Note [Convolution plans]: a call's host time is what a small model's run is made of, so everything
-  // that depends only on the problem (the descriptors, the algorithm and its workspace size) is made once per
-  // problem and kept; a call with a known problem sets the stream and convolves.
-  std::vector<int64_t> key = {input.device, type, transposed, groups, channels_last, nd};
-  for (int i = 0; i < nd; ++i) key.insert(key.end(), {xd[i], xs[i], yd[i], ys[i], wd[i]});
-  for (int i = 0; i < nsp_c; ++i) key.insert(key.end(), {pad[i], str[i], dil[i]});
+  p.x_align = alignment(x.data), p.w_align = alignment(w.data), p.y_align = alignment(out.data);
+  std::vector<int64_t> key = p.key(input.device);
   auto found = g_plans->find(key);
   if (found == g_plans->end()) {
-    auto plan = std::make_unique<ConvPlan>(a);
-    ConvDescs& d = plan->d;
-    DNN_TRY("cudnnCreateTensorDescriptor", a->CreateTensorDescriptor(&d.x));
-    DNN_TRY("cudnnCreateTensorDescriptor", a->CreateTensorDescriptor(&d.y));
-    DNN_TRY("cudnnCreateFilterDescriptor", a->CreateFilterDescriptor(&d.w));
-    DNN_TRY("cudnnCreateConvolutionDescriptor", a->CreateConvolutionDescriptor(&d.conv));
-    DNN_TRY("cudnnSetTensorNdDescriptor(input)", a->SetTensorNdDescriptor(d.x, type, nd, xd, xs));
-    DNN_TRY("cudnnSetTensorNdDescriptor(output)", a->SetTensorNdDescriptor(d.y, type, nd, yd, ys));
-    DNN_TRY("cudnnSetFilterNdDescriptor",
-            a->SetFilterNdDescriptor(d.w, type, channels_last ? dnn::kNHWC : dnn::kNCHW, nd, wd));
-    DNN_TRY("cudnnSetConvolutionNdDescriptor",
-            a->SetConvolutionNdDescriptor(d.conv, nsp_c, pad, str, dil, dnn::kCrossCorrelation, dnn::kFloat));
-    DNN_TRY("cudnnSetConvolutionGroupCount", a->SetConvolutionGroupCount(d.conv, static_cast<int>(groups)));
-    DNN_TRY("cudnnSetConvolutionMathType",
-            a->SetConvolutionMathType(d.conv, input.dtype == kFloat32 ? dnn::kDefaultMath : dnn::kTensorOpMath));
-    dnn::AlgoPerf perf[8];
-    int returned = 0;
-    if (!transposed)
-      DNN_TRY("cudnnGetConvolutionForwardAlgorithm_v7",
-              a->GetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, 8, &returned, perf));
-    else
-      DNN_TRY("cudnnGetConvolutionBackwardDataAlgorithm_v7",
-              a->GetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.x, d.conv, d.y, 8, &returned, perf));
-    for (int i = 0; i < returned && plan->algo < 0; ++i) {
-      if (perf[i].status != 0) continue;
-      size_t need = 0;
-      const dnn::Status st =
-          !transposed ? a->GetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, perf[i].algo, &need)
-                      : a->GetConvolutionBackwardDataWorkspaceSize(h, d.w, d.x, d.conv, d.y, perf[i].algo, &need);
-      if (st == 0) plan->algo = perf[i].algo, plan->workspace_bytes = need;
-    }
-    if (plan->algo < 0)
-      return fail("%s(): cuDNN has no algorithm for this %s convolution (input %s, weight %s)", op,
-                  dtype_name(input.dtype), shape_text(input).c_str(), shape_text(weight).c_str());
+    auto plan = std::make_unique<ConvGraphPlan>(a);
+    std::string why;
+    if (plan->build(h, p, &why))
+      return fail("%s(): cuDNN has no plan for this %s convolution (input %s, weight %s): %s", op,
+                  dtype_name(input.dtype), shape_text(input).c_str(), shape_text(weight).c_str(), why.c_str());
     found = g_plans->emplace(std::move(key), std::move(plan)).first;
   }
-  const ConvPlan& plan = *found->second;
-  const ConvDescs& d = plan.d;
+  const ConvGraphPlan& plan = *found->second;
   OwnedHandle workspace;
   void* ws_ptr = nullptr;
-  if (plan.workspace_bytes > 0) {
-    const int64_t bytes = static_cast<int64_t>(plan.workspace_bytes);
+  if (plan.workspace_bytes() > 0) {
+    const int64_t bytes = plan.workspace_bytes();
     if (new_tensor(op, 1, &bytes, nullptr, /*uint8*/ 0, input.device, workspace.out())) return 1;
     aoti_torch_get_data_ptr(workspace.get(), &ws_ptr);
   }
-  const float one = 1.0f, zero = 0.0f;
-  if (!transposed)
-    DNN_TRY("cudnnConvolutionForward", a->ConvolutionForward(h, &one, d.x, x.data, d.w, w.data, d.conv, plan.algo,
-                                                             ws_ptr, plan.workspace_bytes, &zero, d.y, out.data));
-  else
-    DNN_TRY("cudnnConvolutionBackwardData",
-            a->ConvolutionBackwardData(h, &one, d.w, w.data, d.x, x.data, d.conv, plan.algo, ws_ptr,
-                                       plan.workspace_bytes, &zero, d.y, out.data));
+  std::string why;
+  if (plan.run(h, x.data, w.data, out.data, ws_ptr, &why) != 0) return fail("%s(): %s", op, why.c_str());
   if (has_bias) {  // as torch adds it: after the convolution, in float, rounded once
     OwnedHandle b_copy;
     TensorInfo b = bias;

@@ -15,23 +15,13 @@ const NvidiaLibrary kCudnn = {"cuDNN", "libcudnn.so.9", "nvidia-cudnn-cu13", "cu
 const char* const kNames[] = {"cudnnCreate",
                               "cudnnSetStream",
                               "cudnnGetErrorString",
-                              "cudnnCreateTensorDescriptor",
-                              "cudnnSetTensorNdDescriptor",
-                              "cudnnDestroyTensorDescriptor",
-                              "cudnnCreateFilterDescriptor",
-                              "cudnnSetFilterNdDescriptor",
-                              "cudnnDestroyFilterDescriptor",
-                              "cudnnCreateConvolutionDescriptor",
-                              "cudnnSetConvolutionNdDescriptor",
-                              "cudnnSetConvolutionGroupCount",
-                              "cudnnSetConvolutionMathType",
-                              "cudnnDestroyConvolutionDescriptor",
-                              "cudnnGetConvolutionForwardAlgorithm_v7",
-                              "cudnnGetConvolutionForwardWorkspaceSize",
-                              "cudnnConvolutionForward",
-                              "cudnnGetConvolutionBackwardDataAlgorithm_v7",
-                              "cudnnGetConvolutionBackwardDataWorkspaceSize",
-                              "cudnnConvolutionBackwardData"};
+                              "cudnnGetLastErrorString",
+                              "cudnnBackendCreateDescriptor",
+                              "cudnnBackendDestroyDescriptor",
+                              "cudnnBackendFinalize",
+                              "cudnnBackendSetAttribute",
+                              "cudnnBackendGetAttribute",
+                              "cudnnBackendExecute"};
 
 NvidiaApi<Api> g_api(kCudnn, kNames);  // Note [One function table per library]
 DeviceHandles<Handle> g_handles;

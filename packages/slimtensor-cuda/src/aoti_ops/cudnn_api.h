@@ -1,73 +1,103 @@
-// cudnn_api.h: the part of cuDNN's C API (the v7-style convolution calls, still in cuDNN 9) that
-// aoti_torch_cuda_convolution calls, declared here (Note [NVIDIA libraries at run time]); values as in
-// NVIDIA's cudnn_graph.h / cudnn_cnn.h.
+// cudnn_api.h: the part of cuDNN's C API that aoti_torch_cuda_convolution calls (the graph API, which torch's
+// cuDNN convolutions use too), declared here (Note [NVIDIA libraries at run time]); values as in NVIDIA's
+// cudnn_graph.h, whose enums are fixed across cuDNN 9.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace slimtensor_cuda::aoti_ops::dnn {
 
 using Status = int;  // cudnnStatus_t; 0 = CUDNN_STATUS_SUCCESS
 using Handle = struct cudnnContext*;
-using TensorDesc = void*;
-using FilterDesc = void*;
-using ConvDesc = void*;
+using Desc = void*;  // cudnnBackendDescriptor_t
 
 // cudnnDataType_t
 inline constexpr int kFloat = 0;
 inline constexpr int kHalf = 2;
 inline constexpr int kBFloat16 = 9;
-// cudnnTensorFormat_t
-inline constexpr int kNCHW = 0;
-inline constexpr int kNHWC = 1;
 // cudnnConvolutionMode_t (torch convolves by cross-correlation)
 inline constexpr int kCrossCorrelation = 1;
-// cudnnMathType_t
-inline constexpr int kDefaultMath = 0;
-inline constexpr int kTensorOpMath = 1;
+// cudnnBackendHeurMode_t
+inline constexpr int kHeurInstant = 0;
 
-struct AlgoPerf {  // cudnnConvolutionFwdAlgoPerf_t and cudnnConvolutionBwdDataAlgoPerf_t have this layout
-  int algo;
-  Status status;
-  float time;
-  size_t memory;
-  int determinism;
-  int math_type;
-  int reserved[3];
+// cudnnBackendDescriptorType_t
+enum DescType : int {
+  kConvolutionDesc = 1,
+  kEngineConfigDesc = 3,
+  kEngineHeuristicsDesc = 4,
+  kExecutionPlanDesc = 5,
+  kConvForwardOpDesc = 10,
+  kConvBackwardDataOpDesc = 12,
+  kOperationGraphDesc = 15,
+  kVariantPackDesc = 16,
+  kTensorDesc = 17,
+};
+
+// cudnnBackendAttributeType_t
+enum AttrType : int {
+  kTypeHandle = 0,
+  kTypeDataType = 1,
+  kTypeInt64 = 3,
+  kTypeFloat = 4,
+  kTypeVoidPtr = 6,
+  kTypeConvolutionMode = 7,
+  kTypeHeurMode = 8,
+  kTypeDescriptor = 15,
+};
+
+// cudnnBackendAttributeName_t
+enum Attr : int {
+  kConvCompType = 100,
+  kConvMode = 101,
+  kConvDilations = 102,
+  kConvFilterStrides = 103,
+  kConvPostPaddings = 104,
+  kConvPrePaddings = 105,
+  kConvSpatialDims = 106,
+  kHeurMode = 200,
+  kHeurOperationGraph = 201,
+  kHeurResults = 202,
+  kPlanHandle = 400,
+  kPlanEngineConfig = 401,
+  kPlanWorkspaceSize = 402,
+  kConvFwdAlpha = 700,
+  kConvFwdBeta = 701,
+  kConvFwdConvDesc = 702,
+  kConvFwdW = 703,
+  kConvFwdX = 704,
+  kConvFwdY = 705,
+  kConvBwdDataAlpha = 706,
+  kConvBwdDataBeta = 707,
+  kConvBwdDataConvDesc = 708,
+  kConvBwdDataW = 709,
+  kConvBwdDataDx = 710,
+  kConvBwdDataDy = 711,
+  kGraphHandle = 800,
+  kGraphOps = 801,
+  kTensorByteAlignment = 900,
+  kTensorDataType = 901,
+  kTensorDimensions = 902,
+  kTensorStrides = 903,
+  kTensorUniqueId = 906,
+  kPackUniqueIds = 1000,
+  kPackDataPointers = 1001,
+  kPackWorkspace = 1003,
 };
 
 struct Api {
   Status (*Create)(Handle*);
   Status (*SetStream)(Handle, cudaStream_t);
   const char* (*GetErrorString)(Status);
-  Status (*CreateTensorDescriptor)(TensorDesc*);
-  Status (*SetTensorNdDescriptor)(TensorDesc, int data_type, int nb_dims, const int* dims, const int* strides);
-  Status (*DestroyTensorDescriptor)(TensorDesc);
-  Status (*CreateFilterDescriptor)(FilterDesc*);
-  Status (*SetFilterNdDescriptor)(FilterDesc, int data_type, int format, int nb_dims, const int* dims);
-  Status (*DestroyFilterDescriptor)(FilterDesc);
-  Status (*CreateConvolutionDescriptor)(ConvDesc*);
-  Status (*SetConvolutionNdDescriptor)(ConvDesc, int array_length, const int* pad, const int* stride,
-                                       const int* dilation, int mode, int compute_type);
-  Status (*SetConvolutionGroupCount)(ConvDesc, int groups);
-  Status (*SetConvolutionMathType)(ConvDesc, int math_type);
-  Status (*DestroyConvolutionDescriptor)(ConvDesc);
-  Status (*GetConvolutionForwardAlgorithm_v7)(Handle, TensorDesc x, FilterDesc w, ConvDesc, TensorDesc y, int requested,
-                                              int* returned, AlgoPerf* results);
-  Status (*GetConvolutionForwardWorkspaceSize)(Handle, TensorDesc x, FilterDesc w, ConvDesc, TensorDesc y, int algo,
-                                               size_t* size);
-  Status (*ConvolutionForward)(Handle, const void* alpha, TensorDesc x_desc, const void* x, FilterDesc w_desc,
-                               const void* w, ConvDesc, int algo, void* workspace, size_t workspace_size,
-                               const void* beta, TensorDesc y_desc, void* y);
-  Status (*GetConvolutionBackwardDataAlgorithm_v7)(Handle, FilterDesc w, TensorDesc dy, ConvDesc, TensorDesc dx,
-                                                   int requested, int* returned, AlgoPerf* results);
-  Status (*GetConvolutionBackwardDataWorkspaceSize)(Handle, FilterDesc w, TensorDesc dy, ConvDesc, TensorDesc dx,
-                                                    int algo, size_t* size);
-  Status (*ConvolutionBackwardData)(Handle, const void* alpha, FilterDesc w_desc, const void* w, TensorDesc dy_desc,
-                                    const void* dy, ConvDesc, int algo, void* workspace, size_t workspace_size,
-                                    const void* beta, TensorDesc dx_desc, void* dx);
+  void (*GetLastErrorString)(char* message, size_t max_size);
+  Status (*BackendCreateDescriptor)(int type, Desc* out);
+  Status (*BackendDestroyDescriptor)(Desc);
+  Status (*BackendFinalize)(Desc);
+  Status (*BackendSetAttribute)(Desc, int name, int type, int64_t count, const void* values);
+  Status (*BackendGetAttribute)(Desc, int name, int type, int64_t requested, int64_t* count, void* values);
+  Status (*BackendExecute)(Handle, Desc plan, Desc variant_pack);
 };
 
 // cuDNN, opened and resolved once; null with the plugin's last error naming `op` and nvidia-cudnn-cu13.
