@@ -62,14 +62,17 @@ def test_a_ratio_to_numpy_uses_the_same_run(tiny_run):
 
 def test_the_stored_full_run_has_data_for_every_target():
     # The CPU targets read latest.json (the project's CPU machine), the CUDA ones cuda_h200.json (the GPU run),
-    # the AOTI model ones aoti_cpu.json (make bench-aoti, on the CPU machine).
+    # the AOTI model ones aoti_cpu.json (make bench-aoti, on the CPU machine), the CUDA model ones
+    # cuda_aoti_h200.json (the GPU run's `slimtensor bench --filter aoti/cuda`).
     def prefix(target: str) -> str:
-        return next((p for p in (_targets.CUDA_PREFIX, _targets.AOTI_CPU_PREFIX) if target.startswith(p)), "")
+        prefixes = (_targets.CUDA_PREFIX, _targets.AOTI_CPU_PREFIX, _targets.AOTI_CUDA_PREFIX)
+        return next((p for p in prefixes if target.startswith(p)), "")
 
     for name, wanted in (
         ("latest.json", ""),
         ("cuda_h200.json", _targets.CUDA_PREFIX),
         ("aoti_cpu.json", _targets.AOTI_CPU_PREFIX),
+        ("cuda_aoti_h200.json", _targets.AOTI_CUDA_PREFIX),
     ):
         with open(os.path.join(ROOT, "benchmarks", "results", name)) as f:
             results = json.load(f)

@@ -16,6 +16,8 @@ CUDA_PREFIX = "CUDA: "  # the targets of issue 10, read from a GPU run (benchmar
 # the targets of issue 12, read from a run of the AOTI model cases alone (make bench-aoti:
 # benchmarks/results/aoti_cpu.json)
 AOTI_CPU_PREFIX = "AOTI CPU: "
+# the targets of issue 11, read from a GPU run of the CUDA model cases (benchmarks/results/cuda_aoti_h200.json)
+AOTI_CUDA_PREFIX = "AOTI CUDA: "
 STRIDED = ("t2c", "c2t", "p2c", "c2p")
 
 
@@ -170,6 +172,44 @@ def _models_vs_libtorch(r: _Results) -> Verdict:
     )
 
 
+def _cuda_models_vs_libtorch(r: _Results) -> Verdict:
+    """Issue 11: every CUDA model run eagerly (aoti/cuda_model/*) <= 1.05x libtorch's AOTI run of the same .so."""
+    name = AOTI_CUDA_PREFIX + "every model <= 1.05x libtorch's latency (same .so, same run, CUDA events)"
+    over, count = [], 0
+    for cid in r.cases:
+        if not cid.startswith("aoti/cuda_model/"):
+            continue
+        s, t = r.value(cid), r.value(cid, "torch")
+        if s is None or t is None:
+            continue
+        count += 1
+        if s > 1.05 * t:
+            over.append(f"{cid.removeprefix('aoti/cuda_model/')} {s / t:.2f}x")
+    if not count:
+        return Verdict(name, "no data for aoti/cuda_model/*", None)
+    return Verdict(
+        name,
+        f"{count - len(over)} of {count} within" + (f"; over: {', '.join(over)}" if over else ""),
+        not over,
+    )
+
+
+def _cuda_graphs_vs_libtorch(r: _Results) -> Verdict:
+    """Issue 11: capture()/replay() of the small models at least 2x faster than libtorch's eager AOTI run."""
+    name = (
+        AOTI_CUDA_PREFIX
+        + "capture() >= 2x faster than libtorch's eager run (pointwise, MLP, transformer block, GPT-2)"
+    )
+    parts, ok = [], True
+    for m in ("pointwise", "mlp", "transformer_block", "gpt2"):
+        g, t = r.value(f"aoti/cuda_graph/{m}"), r.value(f"aoti/cuda_graph/{m}", "torch")
+        if g is None or t is None:
+            return Verdict(name, f"no data for aoti/cuda_graph/{m}", None)
+        parts.append(f"{m} {g * 1e6:.1f} us vs {t * 1e6:.1f} ({t / g:.2f}x)")
+        ok &= t >= 2 * g
+    return Verdict(name, ", ".join(parts), ok)
+
+
 def _share_of(name: str, ids: dict[str, str], share: float, peer: str = "cudaMemcpy") -> Callable:
     """Each CUDA case's slimtensor GB/s at least `share` of the peer's (cudaMemcpy, or torch's cudaMemcpyAsync
     for pinned copies), measured in the same run (Note [CUDA bench cases])."""
@@ -294,6 +334,8 @@ TARGETS: list[Callable[[_Results], Verdict]] = [
         "CUDA: pinned host <-> device >= 95% of cudaMemcpyAsync (torch's)", _CUDA_PINNED, 0.95, "torch"
     ),
     _cuda_empty,
+    _cuda_models_vs_libtorch,
+    _cuda_graphs_vs_libtorch,
 ]
 
 
