@@ -252,7 +252,16 @@ def test_rnn_layer_matches_torch(reverse, has_biases, dtype):
             *case[5:],
         )
     got = rnn_layer(*case, reverse=reverse, has_biases=has_biases)
-    want = torch_rnn_layer(*case, reverse=reverse, has_biases=has_biases)
+    try:
+        want = torch_rnn_layer(*case, reverse=reverse, has_biases=has_biases)
+    except RuntimeError as exc:
+        # torch's own 16-bit LSTM needs a CPU with AVX-512 (oneDNN refuses it elsewhere: "could not create a
+        # primitive descriptor"), while slimtensor's kernel runs everywhere: then the reference is torch's
+        # float32 LSTM of the same rounded inputs, rounded once at the end.
+        if dtype == "float32" or "primitive descriptor" not in str(exc):
+            raise
+        wide = torch_rnn_layer(*(a.float() for a in case), reverse=reverse, has_biases=has_biases)
+        want = [w.to(dt) for w in wide[:3]]
     tol = {"float32": 1e-5, "bfloat16": 3e-2, "float16": 3e-3}[dtype]
     for g, w in zip(got[:3], want[:3], strict=True):
         _close(g, w, tol)
