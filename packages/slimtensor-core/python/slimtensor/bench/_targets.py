@@ -150,48 +150,29 @@ def _no_slower_than_torch(name: str, ids: dict[str, str], slack: float = 1.0) ->
     return check
 
 
-def _models_vs_libtorch(r: _Results) -> Verdict:
-    """Issue 12: every model of aoti/model/* (the zoo included), at each thread count, <= 1.05x libtorch."""
-    name = AOTI_CPU_PREFIX + "every model <= 1.05x libtorch's latency (same .so, same run), 1 and 2 threads"
-    over, count = [], 0
-    for cid in r.cases:
-        if not cid.startswith("aoti/model/"):
-            continue
-        s, t = r.value(cid), r.value(cid, "torch")
-        if s is None or t is None:
-            continue
-        count += 1
-        if s > 1.05 * t:
-            over.append(f"{cid.removeprefix('aoti/model/')} {s / t:.2f}x")
-    if not count:
-        return Verdict(name, "no data for aoti/model/*", None)
-    return Verdict(
-        name,
-        f"{count - len(over)} of {count} within" + (f"; over: {', '.join(over)}" if over else ""),
-        not over,
-    )
+def _every_model_vs_libtorch(name: str, case_prefix: str) -> Callable:
+    """Every case under case_prefix (one model, on both libraries) <= 1.05x libtorch's median."""
 
+    def check(r: _Results) -> Verdict:
+        over, count = [], 0
+        for cid in r.cases:
+            if not cid.startswith(case_prefix):
+                continue
+            s, t = r.value(cid), r.value(cid, "torch")
+            if s is None or t is None:
+                continue
+            count += 1
+            if s > 1.05 * t:
+                over.append(f"{cid.removeprefix(case_prefix)} {s / t:.2f}x")
+        if not count:
+            return Verdict(name, f"no data for {case_prefix}*", None)
+        return Verdict(
+            name,
+            f"{count - len(over)} of {count} within" + (f"; over: {', '.join(over)}" if over else ""),
+            not over,
+        )
 
-def _cuda_models_vs_libtorch(r: _Results) -> Verdict:
-    """Issue 11: every CUDA model run eagerly (aoti/cuda_model/*) <= 1.05x libtorch's AOTI run of the same .so."""
-    name = AOTI_CUDA_PREFIX + "every model <= 1.05x libtorch's latency (same .so, same run, CUDA events)"
-    over, count = [], 0
-    for cid in r.cases:
-        if not cid.startswith("aoti/cuda_model/"):
-            continue
-        s, t = r.value(cid), r.value(cid, "torch")
-        if s is None or t is None:
-            continue
-        count += 1
-        if s > 1.05 * t:
-            over.append(f"{cid.removeprefix('aoti/cuda_model/')} {s / t:.2f}x")
-    if not count:
-        return Verdict(name, "no data for aoti/cuda_model/*", None)
-    return Verdict(
-        name,
-        f"{count - len(over)} of {count} within" + (f"; over: {', '.join(over)}" if over else ""),
-        not over,
-    )
+    return check
 
 
 def _cuda_graphs_vs_libtorch(r: _Results) -> Verdict:
@@ -306,7 +287,11 @@ TARGETS: list[Callable[[_Results], Verdict]] = [
         "AOTI model latency no worse than libtorch (pointwise, linear, MLP)",
         {m: f"aoti/model/{m}" for m in ("pointwise", "linear", "mlp")},
     ),
-    _models_vs_libtorch,
+    # issue 12: the CPU models (the zoo included), at each thread count
+    _every_model_vs_libtorch(
+        AOTI_CPU_PREFIX + "every model <= 1.05x libtorch's latency (same .so, same run), 1 and 2 threads",
+        "aoti/model/",
+    ),
     _no_slower_than_torch(
         AOTI_CPU_PREFIX
         + "convolution (3x3 64->64 56x56, depthwise 5x5/2) within 10% of libtorch's, 1 and 2 threads",
@@ -334,7 +319,11 @@ TARGETS: list[Callable[[_Results], Verdict]] = [
         "CUDA: pinned host <-> device >= 95% of cudaMemcpyAsync (torch's)", _CUDA_PINNED, 0.95, "torch"
     ),
     _cuda_empty,
-    _cuda_models_vs_libtorch,
+    # issue 11: every CUDA model run eagerly
+    _every_model_vs_libtorch(
+        AOTI_CUDA_PREFIX + "every model <= 1.05x libtorch's latency (same .so, same run, CUDA events)",
+        "aoti/cuda_model/",
+    ),
     _cuda_graphs_vs_libtorch,
 ]
 
