@@ -54,12 +54,11 @@ else:
     def stream():
         return stc.current_stream()
 calls = {}  # kind -> the timed call of the loaded model
-held = []
+held = []  # the slimtensor model loaded last, closed before the next
 def load(name):
     calls.clear()
-    for m in held:
-        getattr(m, "close", lambda: None)()
-    held.clear()
+    while held:
+        held.pop().close()
     arrs, dts = inputs_of(name)
     out = {}
     if side == "torch":
@@ -108,6 +107,7 @@ for line in sys.stdin:
 """
 
 PER_TURN = 5  # samples a worker takes before the other's turn
+KINDS = {"slim": ("slim", "slim graph"), "torch": ("torch",)}  # what each worker times
 
 
 class Worker:
@@ -119,9 +119,8 @@ class Worker:
     def ask(self, cmd: dict) -> dict:
         """The worker's reply (a new worker when the last one died); RuntimeError with its stderr if it dies."""
         if self.proc is None:
-            self.err = tempfile.TemporaryFile(
-                mode="w+"
-            )  # a file, not a pipe: warnings never block the worker
+            # stderr to a file, not a pipe: warnings never fill a pipe and block the worker
+            self.err = tempfile.TemporaryFile(mode="w+")
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", WORKER, self.side, self.model_dir],
                 stdin=subprocess.PIPE,
@@ -161,29 +160,27 @@ def stats(ms: list[float]) -> dict:
 
 def measure(workers: list[Worker], name: str, runs: int) -> dict:
     """{kind: stats or {"skipped": why}} for one model, its kinds' samples taken in turns."""
-    result, kinds = {}, []
+    result, live = {}, []  # live: the (worker, kind) pairs still sampled
     for w in workers:
         try:
             r = w.ask({"op": "load", "name": name})
         except RuntimeError as e:
-            result.update(
-                {k: {"skipped": str(e)} for k in (["torch"] if w.side == "torch" else ["slim", "slim graph"])}
-            )
+            result.update({k: {"skipped": str(e)} for k in KINDS[w.side]})
             continue
         result.update({k: {"skipped": why} for k, why in r["skipped"].items()})
-        kinds += [(w, k) for k in r["kinds"]]
-    samples: dict[str, list[float]] = {k: [] for _, k in kinds}
-    while kinds and min(len(samples[k]) for _, k in kinds) < runs:
-        for w, k in list(kinds):
-            if all(p[0] is not w for p in kinds):  # its worker died this round
+        live += [(w, k) for k in r["kinds"]]
+    samples: dict[str, list[float]] = {k: [] for _, k in live}
+    while live and min(len(samples[k]) for _, k in live) < runs:
+        for w, k in list(live):
+            if (w, k) not in live:  # its worker died earlier in this round
                 continue
             try:
                 samples[k] += w.ask({"op": "time", "kind": k, "n": PER_TURN})["ms"]
-            except RuntimeError as e:  # every kind of that worker ends with the reason
-                for _, k2 in (p for p in kinds if p[0] is w):
-                    result[k2] = {"skipped": str(e)}
-                    samples.pop(k2)
-                kinds = [p for p in kinds if p[0] is not w]
+            except RuntimeError as e:  # every kind that worker was sampling ends with the reason
+                for k2 in KINDS[w.side]:
+                    if samples.pop(k2, None) is not None:
+                        result[k2] = {"skipped": str(e)}
+                live = [p for p in live if p[0] is not w]
     result.update({k: stats(v) for k, v in samples.items()})
     return result
 

@@ -224,8 +224,8 @@ int convolution(AtenTensorHandle input_h, AtenTensorHandle weight_h, AtenTensorH
   dnn::Handle h = nullptr;
   if (dnn::handle(op, input.device, op_stream(input.device), &h)) return 1;
   // Note [Convolution plans]: a call's host time is what a small model's run is made of. Through the legacy calls
-  // (descriptors, cudnnConvolutionForward) one call cost 35-65 us of host time on the H200 where torch's F.conv2d
-  // of the same problem costs 15-25 us; so a convolution is a graph-API execution plan, made once per problem
+  // (descriptors, cudnnConvolutionForward) one call cost 34-83 us of host time on the H200 where torch's F.conv2d
+  // of the same problem costs 15-38 us; so a convolution is a graph-API execution plan, made once per problem
   // (shapes, strides, dtype, alignment) and kept, and a call binds its pointers in a variant pack and executes,
   // as torch's cuDNN path does.
   const bool one_d = nsp == 1;
