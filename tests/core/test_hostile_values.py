@@ -80,6 +80,17 @@ def test_narrow_with_a_huge_length_is_an_index_error():
         st.zeros(4).narrow(0, -2, 2**63 - 1)
 
 
+def test_an_empty_slice_past_a_huge_stride_is_empty_not_refused():
+    """start * stride overflowed int64 for an empty result (a size-1 dim of stride 2**63-1, sliced at its end):
+    the offset wrapped negative and the view was refused, where numpy gives an empty view (found by the views
+    fuzzer). An empty view keeps its base's offset; an ordinary empty slice still advances it, as torch's."""
+    t = st.asarray(np.zeros(16, np.bool_))[3:][:: 2**63 - 1]
+    assert tuple(t.shape) == (1,) and t.storage_offset() == 3
+    for u in (t[1:], t[5:9], t.narrow(0, 1, 0), t.narrow(0, -0, 0)[1:]):
+        assert tuple(u.shape) == (0,) and u.storage_offset() == 3
+    assert st.asarray(np.zeros(4))[1:3][2:].storage_offset() == 3
+
+
 def test_most_negative_size_is_a_value_error():
     with pytest.raises(ValueError, match=r"sizes must be >= 0 but size\[0\] is -9223372036854775808"):
         st.empty(-(2**63))

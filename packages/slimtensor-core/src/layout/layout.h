@@ -7,6 +7,16 @@
 
 namespace slimtensor {
 
+// The storage offset of a view that starts `start` elements along a dim of stride `stride` (narrow, slice,
+// indexing), as PyTorch: also for an empty result. Only an empty result can put start * stride past int64 (a
+// size-1 dim with a huge stride, sliced at its end: every element that exists lies within the storage); it
+// addresses no element, so it keeps the view's own offset rather than wrapping.
+inline int64_t offset_at(int64_t offset, int64_t start, int64_t stride) {
+  int64_t step = 0, out = 0;
+  if (__builtin_mul_overflow(start, stride, &step) || __builtin_add_overflow(offset, step, &out)) return offset;
+  return out;
+}
+
 // Bytes from a view's element 0 to the end of its last element: itemsize * (1 + sum stride*(size-1)),
 // 0 when it has no elements. Fits in int64 for any view of a storage (Note [Tensor invariants]).
 inline int64_t span_bytes(const int64_t* sizes, const int64_t* strides, int n, int64_t itemsize) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "layout/layout.h"
 #include "slimtensor/base/error.h"
 #include "slimtensor/copy/clone.h"
 #include "slimtensor/copy/copy.h"
@@ -104,7 +105,7 @@ Tensor narrow(const Tensor& self, int64_t dim, int64_t start, int64_t length) {
            ") exceeds dimension size (", size, ")");
   Dims out = self.dims();
   out.sizes()[d] = length;
-  return remake(self, std::move(out), self.storage_offset() + start * self.strides()[d], "narrow");
+  return remake(self, std::move(out), offset_at(self.storage_offset(), start, self.strides()[d]), "narrow");
 }
 
 Tensor slice(const Tensor& self, int64_t dim, std::optional<int64_t> start_opt, std::optional<int64_t> stop_opt,
@@ -128,7 +129,7 @@ Tensor slice(const Tensor& self, int64_t dim, std::optional<int64_t> start_opt, 
   ST_CHECK(!__builtin_mul_overflow(self.strides()[d], step, &new_stride), Value,
            "slice(): stride * step overflows int64");
   out.strides()[d] = new_stride;
-  return remake(self, std::move(out), self.storage_offset() + start * self.strides()[d], "slice");
+  return remake(self, std::move(out), offset_at(self.storage_offset(), start, self.strides()[d]), "slice");
 }
 
 Tensor unsqueeze(const Tensor& self, int64_t dim) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common.h"
+#include "layout/layout.h"
 #include "slimtensor/base/error.h"
 #include "slimtensor/copy/copy.h"
 #include "slimtensor/copy/fill.h"
@@ -80,7 +81,7 @@ Tensor index(const Tensor& self, nb::handle key) {
                "st.asarray(t.numpy()[::-1]) instead)");
       // PySlice_AdjustIndices clamps to the dim exactly as Python sequences do.
       const Py_ssize_t length = PySlice_AdjustIndices(static_cast<Py_ssize_t>(sizes[dim]), &start, &stop, step);
-      offset += start * strides[dim];  // as PyTorch, also for an empty result
+      offset = offset_at(offset, start, strides[dim]);
       sizes[dim] = length;
       ST_CHECK(!__builtin_mul_overflow(strides[dim], step, &strides[dim]), Value,
                "__getitem__(): stride * step overflows int64");
