@@ -9,6 +9,14 @@
 // python/slimtensor/aoti/_model.py). Every non-NULL output is ours: it is adopted by the model owner (an
 // output over the model's constants pins the model, Note [Model owner]) and stolen into a Tensor. The
 // run itself releases the GIL.
+//
+// Note [Graph replay from Python]
+// replay() of a captured device graph is host-bound for small models (Note [Replay in one call] in the CUDA
+// plugin's graphs.cpp), so checking its inputs and calling the plugin's replay function is one call here:
+// each input must be a dense slimtensor tensor with its static input's dtype, shape and device, which makes
+// its bytes exactly the static input's. An input that is not is no error here: nothing is queued and -1 tells
+// the caller to take its checked path, which converts what it can (DLPack producers, strided views) and names
+// what it cannot. The inputs stay referenced by the caller until the launch is queued.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -92,6 +100,35 @@ nb::tuple run(uintptr_t run_fn, uintptr_t container, nb::list inputs, size_t num
   return nb::make_tuple(rc, results);
 }
 
+// The plugin's replay entry (slimtensor_cuda_aoti_graph_replay): graph, stream, n, n source addresses.
+using GraphReplayFn = int32_t (*)(void* graph, void* stream, int32_t n, const void* const* srcs);
+
+bool matches(const Tensor& t, const Tensor& fixed) {
+  if (!t.is_contiguous() || t.dtype() != fixed.dtype() || t.ndim() != fixed.ndim() || !(t.device() == fixed.device()))
+    return false;
+  for (int d = 0; d < t.ndim(); ++d) {
+    if (t.sizes()[d] != fixed.sizes()[d]) return false;
+  }
+  return true;
+}
+
+int32_t graph_replay(uintptr_t replay_fn, uintptr_t graph, uintptr_t stream, nb::tuple inputs, nb::tuple statics) {
+  ST_CHECK(replay_fn != 0 && graph != 0, Value, "_aoti_graph_replay(): replay_fn and graph must not be NULL");
+  const size_t n = nb::len(inputs);
+  if (n != nb::len(statics)) return -1;
+  std::vector<const void*> srcs(n);
+  for (size_t i = 0; i < n; ++i) {
+    nb::handle x = inputs[i], fixed = statics[i];
+    if (!nb::isinstance<Tensor>(x) || !nb::isinstance<Tensor>(fixed)) return -1;
+    const Tensor& t = nb::cast<const Tensor&>(x);
+    if (!matches(t, nb::cast<const Tensor&>(fixed)) || (t.numel() > 0 && !t.is_addressable())) return -1;
+    srcs[i] = t.data_ptr();
+  }
+  nb::gil_scoped_release released;  // a launch may wait for room in the device's queue
+  return reinterpret_cast<GraphReplayFn>(replay_fn)(reinterpret_cast<void*>(graph), reinterpret_cast<void*>(stream),
+                                                    static_cast<int32_t>(n), srcs.data());
+}
+
 }  // namespace
 
 void bind_aoti(nb::module_& m) {
@@ -106,6 +143,13 @@ void bind_aoti(nb::module_& m) {
         "Runs AOTInductorModelContainerRun at run_fn on the inputs (Note [AOTI calls from Python]) on `stream` (a "
         "device stream handle; 0 for CPU models and the default stream); returns the container's error code and, "
         "when it is 0, the outputs.");
+  m.def("_aoti_graph_replay", &graph_replay, nb::arg("replay_fn"), nb::arg("graph"), nb::arg("stream"),
+        nb::arg("inputs"), nb::arg("statics"),
+        nb::sig("def _aoti_graph_replay(replay_fn: int, graph: int, stream: int, inputs: tuple[object, ...], "
+                "statics: tuple[Tensor, ...]) -> int"),
+        "Replays a captured device graph through the plugin's function at replay_fn (Note [Graph replay from "
+        "Python]): its return code, or -1 with nothing queued when an input is not a dense tensor matching its "
+        "static input in dtype, shape and device.");
 }
 
 }  // namespace slimtensor::python
