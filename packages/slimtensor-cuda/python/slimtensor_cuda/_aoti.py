@@ -67,7 +67,7 @@ class CudaAOTISupport:
         import slimtensor_cuda as plugin
 
         self._plugin = plugin
-        C = plugin._C_or_raise()  # loads libslimtensor_cuda (and cudart) first
+        self._C = C = plugin._C_or_raise()  # loads libslimtensor_cuda (and cudart) first
         here = os.path.dirname(os.path.abspath(C.__file__))
         path = os.path.join(here, SHIM_SONAME)
         if not os.path.exists(path):
@@ -88,26 +88,20 @@ class CudaAOTISupport:
         L.slimtensor_cuda_aoti_last_error.argtypes = []
         L.slimtensor_cuda_aoti_clear_last_error.restype = None
         L.slimtensor_cuda_aoti_clear_last_error.argtypes = []
-        L.slimtensor_cuda_aoti_current_stream.restype = c_int32
-        L.slimtensor_cuda_aoti_current_stream.argtypes = [c_int32, ctypes.POINTER(c_void_p)]
         for name in ("slimtensor_cuda_aoti_model_bytes", "slimtensor_cuda_aoti_model_blocks"):
             getattr(L, name).restype = c_int64
             getattr(L, name).argtypes = []
         L.slimtensor_cuda_aoti_capture_begin.restype = c_int32
-        L.slimtensor_cuda_aoti_capture_begin.argtypes = [c_int32, c_void_p, ctypes.POINTER(c_void_p)]
-        L.slimtensor_cuda_aoti_capture_end.restype = c_int32
-        L.slimtensor_cuda_aoti_capture_end.argtypes = [c_void_p, c_void_p]
-        L.slimtensor_cuda_aoti_graph_replay.restype = c_int32
-        L.slimtensor_cuda_aoti_graph_replay.argtypes = [c_void_p, c_void_p]
-        L.slimtensor_cuda_aoti_graph_replay_inputs.restype = c_int32
-        L.slimtensor_cuda_aoti_graph_replay_inputs.argtypes = [
-            c_void_p,
+        L.slimtensor_cuda_aoti_capture_begin.argtypes = [
+            c_int32,
             c_void_p,
             c_int32,
             ctypes.POINTER(c_void_p),
-            ctypes.POINTER(c_void_p),
             ctypes.POINTER(ctypes.c_uint64),
+            ctypes.POINTER(c_void_p),
         ]
+        L.slimtensor_cuda_aoti_capture_end.restype = c_int32
+        L.slimtensor_cuda_aoti_capture_end.argtypes = [c_void_p, c_void_p]
         L.slimtensor_cuda_aoti_graph_destroy.restype = None
         L.slimtensor_cuda_aoti_graph_destroy.argtypes = [c_void_p]
         self.graphs = _Graphs(self)
@@ -152,10 +146,7 @@ class CudaAOTISupport:
     def stream_handle(self, index: int, stream: Any) -> int:
         """The cudaStream_t (an int) a run uses: ``stream`` if given, else the thread's current stream."""
         if stream is None:
-            s = c_void_p()
-            if self._lib.slimtensor_cuda_aoti_current_stream(index, ctypes.byref(s)) != 0:
-                raise RuntimeError(self.last_error())
-            return s.value or 0
+            return self._C.current_stream(index)[1]
         if isinstance(stream, self._plugin.Stream):
             if stream.device_index != index:
                 raise ValueError(
@@ -228,38 +219,23 @@ class _Graphs:
     def __init__(self, support: CudaAOTISupport) -> None:
         self._s = support
         self._lib = support._lib
+        # slimtensor's _C calls it with each replay's sources (Note [Graph replay from Python])
+        self.replay_fn = ctypes.cast(self._lib.slimtensor_cuda_aoti_graph_replay, c_void_p).value
 
-    def begin(self, index: int, stream: int) -> int:
+    def begin(self, index: int, stream: int, static_inputs: list) -> int:
+        """Starts capturing on ``stream``; the graph's first nodes copy into ``static_inputs`` (dense tensors of
+        the device) on each replay (Note [Replay in one call] in src/aoti/graphs.cpp)."""
+        n = len(static_inputs)
+        ptrs = (c_void_p * max(1, n))(*[t.data_ptr() for t in static_inputs])
+        sizes = (ctypes.c_uint64 * max(1, n))(*[t.nbytes for t in static_inputs])
         g = c_void_p()
-        if self._lib.slimtensor_cuda_aoti_capture_begin(index, stream, ctypes.byref(g)) != 0:
+        if self._lib.slimtensor_cuda_aoti_capture_begin(index, stream, n, ptrs, sizes, ctypes.byref(g)) != 0:
             raise RuntimeError(self._s.last_error())
         return g.value
 
     def end(self, graph: int, stream: int) -> None:
         """Ends the capture; raises (the graph is gone then) when CUDA refused what the run did."""
         if self._lib.slimtensor_cuda_aoti_capture_end(graph, stream) != 0:
-            raise RuntimeError(self._s.last_error())
-
-    def replay(self, graph: int, stream: int) -> None:
-        if self._lib.slimtensor_cuda_aoti_graph_replay(graph, stream) != 0:
-            raise RuntimeError(self._s.last_error())
-
-    def static_inputs(self, tensors: list) -> tuple:
-        """The arguments replay_inputs() copies into: the static inputs' data pointers and sizes, once."""
-        n = len(tensors)
-        return (c_void_p * max(1, n))(*[t.data_ptr() for t in tensors]), (ctypes.c_uint64 * max(1, n))(
-            *[t.nbytes for t in tensors]
-        )
-
-    def replay_inputs(self, graph: int, stream: int, srcs: list[int], static: tuple) -> None:
-        """Copies the dense device memory at ``srcs`` into the static inputs and launches the graph, on
-        ``stream``, in one C call (Note [Replay in one call] in src/aoti/graphs.cpp)."""
-        n = len(srcs)
-        ptrs = (c_void_p * max(1, n))(*srcs)
-        if (
-            self._lib.slimtensor_cuda_aoti_graph_replay_inputs(graph, stream, n, static[0], ptrs, static[1])
-            != 0
-        ):
             raise RuntimeError(self._s.last_error())
 
     def destroy(self, graph: int) -> None:

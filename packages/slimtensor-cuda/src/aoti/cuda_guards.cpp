@@ -98,7 +98,3 @@ AOTITorchError aoti_torch_get_current_cuda_stream(int32_t device_index, void** r
 const char* slimtensor_cuda_aoti_last_error(void) { return last_error(); }
 
 void slimtensor_cuda_aoti_clear_last_error(void) { clear_last_error(); }
-
-int32_t slimtensor_cuda_aoti_current_stream(int32_t device, void** stream) {
-  return aoti_torch_get_current_cuda_stream(device, stream);
-}

@@ -37,28 +37,28 @@ SLIMTENSOR_CUDA_AOTI_API AOTITorchError aoti_torch_cuda_caching_allocator_raw_de
 SLIMTENSOR_CUDA_AOTI_API const char* slimtensor_cuda_aoti_last_error(void);
 // Empties it: called before a call whose failure is read through it (Note [Plugin errors] in device/error.h).
 SLIMTENSOR_CUDA_AOTI_API void slimtensor_cuda_aoti_clear_last_error(void);
-// Sets *stream to the calling thread's current stream of `device` (what a Run without stream= uses).
-SLIMTENSOR_CUDA_AOTI_API int32_t slimtensor_cuda_aoti_current_stream(int32_t device, void** stream);
 // Device memory the model runtime holds through cudaMalloc / raw_alloc now (Note [Model device memory]):
 // bytes and blocks, all devices.
 SLIMTENSOR_CUDA_AOTI_API int64_t slimtensor_cuda_aoti_model_bytes(void);
 SLIMTENSOR_CUDA_AOTI_API int64_t slimtensor_cuda_aoti_model_blocks(void);
 
-// ---- CUDA graphs of model runs (Notes [Capturing a model], [Graph pools]) -------------------------------
+// ---- CUDA graphs of model runs (Notes [Capturing a model], [Graph pools], [Replay in one call]) ------------
 // Begins capturing the work queued on `stream` (a stream of `device`, not the legacy default stream) in
-// relaxed mode, its allocations into a new graph pool; the calling thread must run the model and call
-// capture_end on the same stream.
-SLIMTENSOR_CUDA_AOTI_API int32_t slimtensor_cuda_aoti_capture_begin(int32_t device, void* stream, void** graph);
+// relaxed mode, its allocations into a new graph pool. The graph starts with the copies into its n static
+// inputs (static_inputs[i], nbytes[i] bytes of dense device memory each), which replay() points at new sources.
+// The calling thread must run the model and call capture_end on the same stream.
+SLIMTENSOR_CUDA_AOTI_API int32_t slimtensor_cuda_aoti_capture_begin(int32_t device, void* stream, int32_t n,
+                                                                    void* const* static_inputs,
+                                                                    const uint64_t* nbytes, void** graph);
 // Ends the capture and instantiates the graph. On failure (the model did something that cannot be captured)
 // the graph is destroyed, its pool released, and the error says what CUDA refused.
 SLIMTENSOR_CUDA_AOTI_API int32_t slimtensor_cuda_aoti_capture_end(void* graph, void* stream);
-// Launches the graph on `stream` (any stream of its device).
-SLIMTENSOR_CUDA_AOTI_API int32_t slimtensor_cuda_aoti_graph_replay(void* graph, void* stream);
-// Copies n inputs into the graph's static inputs on `stream` (srcs[i] -> dsts[i], nbytes[i] bytes of device
-// memory on the graph's device, both dense; a pair with srcs[i] == dsts[i] is skipped), then launches the
-// graph there: replay() in one call (Note [Replay in one call]).
-SLIMTENSOR_CUDA_AOTI_API int32_t slimtensor_cuda_aoti_graph_replay_inputs(void* graph, void* stream, int32_t n,
-                                                                          void* const* dsts, const void* const* srcs,
-                                                                          const uint64_t* nbytes);
+// Launches the graph on `stream` (any stream of its device), its static input i copied from srcs[i] first:
+// n is the graph's number of static inputs, and each source is dense device memory of the static input's size
+// on the graph's device (srcs[i] equal to the static input copies nothing). The sources are read when the
+// launch runs: keep them alive and unwritten until then (stream order). Replays of one graph are serialised;
+// they share its static inputs and outputs.
+SLIMTENSOR_CUDA_AOTI_API int32_t slimtensor_cuda_aoti_graph_replay(void* graph, void* stream, int32_t n,
+                                                                   const void* const* srcs);
 // Waits for the graph's replays, destroys it and releases its pool. NULL is ignored.
 SLIMTENSOR_CUDA_AOTI_API void slimtensor_cuda_aoti_graph_destroy(void* graph);

@@ -1,4 +1,4 @@
-// graph_inputs.cu: one kernel for the input copies of a graph replay (Note [Replay in one call]).
+// graph_inputs.cu: the copy kernel of a graph replay's inputs (Note [Replay in one call] in graphs.cpp).
 #include <algorithm>
 
 #include "aoti/graph_inputs.h"
@@ -9,7 +9,7 @@ namespace {
 struct InputCopies {
   char* dst[kMaxGraphInputCopies];
   const char* src[kMaxGraphInputCopies];
-  uint64_t nbytes[kMaxGraphInputCopies];
+  uint64_t nbytes[kMaxGraphInputCopies];  // 0 where the source is the static input itself
 };
 
 // blockIdx.y is the input; the blocks of one row stride over its bytes, 16 at a time where both ends allow.
@@ -30,25 +30,56 @@ __global__ void copy_inputs(InputCopies c) {
   }
 }
 
+constexpr int kThreads = 256;
+
+// The kernel's arguments and grid. The grid depends on the static sizes only, so a retargeted node keeps the
+// shape it was captured with.
+cudaKernelNodeParams copy_params(int n, void* const* dsts, const void* const* srcs, const uint64_t* nbytes,
+                                 InputCopies& c, void** args) {
+  uint64_t most = 0;
+  for (int i = 0; i < n; ++i) {
+    c.dst[i] = static_cast<char*>(dsts[i]);
+    c.src[i] = static_cast<const char*>(srcs[i]);
+    c.nbytes[i] = srcs[i] == dsts[i] ? 0 : nbytes[i];
+    most = std::max(most, nbytes[i]);
+  }
+  constexpr uint64_t kPerBlock = kThreads * 16;  // one 16-byte vector per thread per round
+  const unsigned blocks = static_cast<unsigned>(std::min<uint64_t>((most + kPerBlock - 1) / kPerBlock, 1024));
+  args[0] = &c;
+  cudaKernelNodeParams p{};
+  p.func = reinterpret_cast<void*>(copy_inputs);
+  p.gridDim = dim3(std::max(blocks, 1u), static_cast<unsigned>(n));
+  p.blockDim = dim3(kThreads);
+  p.sharedMemBytes = 0;
+  p.kernelParams = args;
+  p.extra = nullptr;
+  return p;
+}
+
 }  // namespace
+
+cudaError_t prepare_graph_input_copies() {
+  cudaFuncAttributes attributes;
+  return cudaFuncGetAttributes(&attributes, copy_inputs);
+}
 
 cudaError_t launch_graph_input_copies(int n, void* const* dsts, const void* const* srcs, const uint64_t* nbytes,
                                       cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   if (n > kMaxGraphInputCopies) return cudaErrorInvalidValue;
   InputCopies c;
-  uint64_t most = 0;
-  for (int i = 0; i < n; ++i) {
-    c.dst[i] = static_cast<char*>(dsts[i]);
-    c.src[i] = static_cast<const char*>(srcs[i]);
-    c.nbytes[i] = nbytes[i];
-    most = std::max(most, nbytes[i]);
-  }
-  constexpr int kThreads = 256;
-  constexpr uint64_t kPerBlock = kThreads * 16;  // one 16-byte vector per thread per round
-  const unsigned blocks = static_cast<unsigned>(std::min<uint64_t>((most + kPerBlock - 1) / kPerBlock, 1024));
-  copy_inputs<<<dim3(std::max(blocks, 1u), n), kThreads, 0, stream>>>(c);
-  return cudaGetLastError();
+  void* args[1];
+  const cudaKernelNodeParams p = copy_params(n, dsts, srcs, nbytes, c, args);
+  return cudaLaunchKernel(p.func, p.gridDim, p.blockDim, p.kernelParams, p.sharedMemBytes, stream);
+}
+
+cudaError_t retarget_graph_input_copies(cudaGraphExec_t exec, cudaGraphNode_t node, int n, void* const* dsts,
+                                        const void* const* srcs, const uint64_t* nbytes) {
+  if (n <= 0 || n > kMaxGraphInputCopies) return cudaErrorInvalidValue;
+  InputCopies c;
+  void* args[1];
+  const cudaKernelNodeParams p = copy_params(n, dsts, srcs, nbytes, c, args);
+  return cudaGraphExecKernelNodeSetParams(exec, node, &p);  // the arguments are copied: c may go
 }
 
 }  // namespace slimtensor_cuda

@@ -19,8 +19,11 @@ through an entry point of group ``slimtensor.aoti`` named after the device type 
   ``last_error() -> str``: the plugin shims' last error on this thread;
   ``clear_last_error()`` (optional, newer plugins): empties it; called before each call into the model so
       that last_error() afterwards says only what that call said (Note [Fresh shim errors] in _model.py);
-  ``graphs``: None, or an object with ``begin(index, stream)``, ``end(index, stream) -> graph``,
-      ``replay(graph, stream)`` and ``destroy(graph)`` (Note [Model capture] in _model.py).
+  ``graphs``: None, or an object with ``begin(index, stream, static_inputs) -> graph`` (the graph copies
+      each replay's sources into the static inputs), ``end(graph, stream)``, ``destroy(graph)`` and
+      ``replay_fn``, the address of the C function ``int32_t (void* graph, void* stream, int32_t n, const void*
+      const* srcs)`` that slimtensor._C calls with each replay's sources (Note [Model capture] in _model.py,
+      Note [Graph replay from Python] in src/python/aoti_bridge.cpp).
 The core imports no plugin itself: the entry point is loaded the first time a model of that device is.
 """
 

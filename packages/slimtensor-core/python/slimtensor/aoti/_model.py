@@ -19,10 +19,11 @@ Note [Model capture]
 Note [Device support for AOTI models]): static input buffers are cloned from the examples, the model runs
 once eagerly on a private stream (loading its kernels), then once under capture on that stream; the
 plugin keeps what that run allocates in a graph pool until the graph is released (Note [Graph pools]), and
-the run's outputs become the static outputs. ``replay(*inputs)`` copies the inputs into the static buffers
-on the run's stream, launches the graph there and returns the static outputs, which the next replay
+the run's outputs become the static outputs. The graph's first nodes copy into the static inputs:
+``replay(*inputs)`` points them at the new inputs and launches the graph on the caller's stream, in one call
+into slimtensor._C (Note [Graph replay from Python]), and returns the static outputs, which the next replay
 overwrites (as with torch's CUDA graphs: clone what you keep). Capturing again or closing the model
-releases the graph. A model whose run cannot be captured is refused by CUDA; capture() says so.
+releases the graph, once no replay is in flight. A model whose run cannot be captured is refused by CUDA; capture() says so.
 
 Note [Input handles]
 ``AOTInductorModelContainerRun`` steals the input handles it gets past its input check and nulls their
@@ -110,9 +111,13 @@ class AOTIModel:
         self._owner = None
         self._dir = tempfile.mkdtemp(prefix="slimtensor-aoti-")
         # Note [Concurrent runs]: runs may overlap (the container serves num_models of them at once and
-        # makes the others wait); close() waits for runs in flight and refuses new ones.
-        self._cv = threading.Condition()
+        # makes the others wait); close() waits for runs in flight and refuses new ones. A plain Lock: the
+        # counting is on every run's path, and a Condition's own lock is an RLock, dearer to take in Python.
+        self._lock = threading.Lock()
+        self._cv = threading.Condition(self._lock)
         self._inflight = 0
+        self._draining = 0  # threads in _drain(): only then does leaving a run notify
+        self._graph = None  # the captured CUDA graph (Note [Model capture])
         try:
             self._open(os.fspath(path), device, model_name, num_models, check_inputs)
         except BaseException:
@@ -439,10 +444,8 @@ class AOTIModel:
         outs = (c_void_p * max(1, self.num_outputs))()
         entered = False
         try:
-            with self._cv:
-                self._check_open()
-                self._inflight += 1
-                entered = True
+            self._enter_run()
+            entered = True
             if len(handles) != self.num_inputs:
                 raise ValueError(
                     f"the model takes {self.num_inputs} inputs ({', '.join(self.input_names)}) but got "
@@ -471,19 +474,27 @@ class AOTIModel:
                 if ins[i]:
                     lib.aoti_torch_delete_tensor_object(ins[i])
             if entered:
-                with self._cv:
-                    self._inflight -= 1
-                    self._cv.notify_all()
+                self._leave_run()
 
     def _enter_run(self):
-        with self._cv:
+        with self._lock:
             self._check_open()
             self._inflight += 1
 
     def _leave_run(self):
-        with self._cv:
+        with self._lock:
             self._inflight -= 1
-            self._cv.notify_all()
+            if self._draining:
+                self._cv.notify_all()
+
+    def _drain(self):
+        """Waits, holding self._lock, until no run or replay is in flight."""
+        self._draining += 1
+        try:
+            while self._inflight:
+                self._cv.wait()
+        finally:
+            self._draining -= 1
 
     def __call__(self, *inputs, stream=None):
         """Runs the model on slimtensor tensors, numpy arrays or DLPack objects; returns slimtensor tensors.
@@ -584,7 +595,7 @@ class AOTIModel:
         sup.wait_stream(index, s, caller)  # the static inputs are written on the caller's stream
         self(*static, stream=s)  # warm-up: loads the kernels, allocates what a first run does
         sup.synchronize_stream(index, s)
-        graph = graphs.begin(index, s)
+        graph = graphs.begin(index, s, static)  # the graph's first nodes copy replay()'s inputs into static
         outs = failure = None
         try:
             outs = self(*static, stream=s)
@@ -604,56 +615,77 @@ class AOTIModel:
                 f"captured into a CUDA graph: {failure}"
             ) from failure
         sup.wait_stream(index, caller, s)
-        shapes = [(tuple(t.shape), t.dtype) for t in static]
-        self._graph = (graph, private, static, outs, shapes, graphs.static_inputs(static))
+        self._graph = _CapturedGraph(graph, graphs.replay_fn, tuple(static), outs, private)
 
     def replay(self, *inputs, stream=None):
         """Copies ``inputs`` into the captured run's static inputs and replays it on ``stream`` (or the current
         stream); returns the static outputs, which the next replay overwrites."""
-        self._check_open()
-        if getattr(self, "_graph", None) is None:
-            raise RuntimeError("slimtensor.aoti: replay() needs a graph: call capture(*example_inputs) first")
-        graph, _, static, outs, shapes, static_ptrs = self._graph
-        if len(inputs) != len(static):
-            raise ValueError(f"slimtensor.aoti: replay() takes {len(static)} inputs but got {len(inputs)}")
-        handle = self._stream(stream)
-        sources = [self._on_device(x, i) for i, x in enumerate(inputs)]  # alive until the copies are queued
-        for i, src in enumerate(sources):
-            shape, dtype = shapes[i]
-            if src.dtype != dtype or tuple(src.shape) != shape:
+        self._enter_run()  # close() and capture() wait for it before they destroy the graph
+        try:
+            g = self._graph
+            if g is None:
+                raise RuntimeError(
+                    "slimtensor.aoti: replay() needs a graph: call capture(*example_inputs) first"
+                )
+            handle = self._stream(stream)
+            rc = _tensor_module()._aoti_graph_replay(g.replay_fn, g.handle, handle, inputs, g.static)
+            if rc == -1:  # Note [Graph replay from Python]: an input to convert, or to refuse with the reason
+                rc = self._replay_checked(g, inputs, handle)
+        finally:
+            self._leave_run()
+        if rc != 0:
+            raise AOTIError(
+                f"slimtensor.aoti: replay() of {os.path.basename(self.path)!r} failed: {self._support.last_error()}"
+            )
+        return g.outs
+
+    def _replay_checked(self, g, inputs, handle) -> int:
+        """replay() for inputs that are not dense slimtensor tensors matching the static inputs: DLPack
+        producers come in without a copy, a strided view is copied into its static input on the replay's
+        stream (the graph then copies nothing for it); anything else is refused, saying what is wrong."""
+        if len(inputs) != len(g.static):
+            raise ValueError(f"slimtensor.aoti: replay() takes {len(g.static)} inputs but got {len(inputs)}")
+        sources = []  # alive until the launch is queued
+        for i, (x, dst) in enumerate(zip(inputs, g.static, strict=True)):
+            src = self._on_device(x, i)
+            if src.dtype != dst.dtype or tuple(src.shape) != tuple(dst.shape):
                 raise ValueError(
                     f"slimtensor.aoti: replay() input {i} ({self.input_names[i]}) is {src.dtype.name}"
-                    f"{list(src.shape)} but the graph was captured with {dtype.name}{list(shape)}; "
+                    f"{list(src.shape)} but the graph was captured with {dst.dtype.name}{list(dst.shape)}; "
                     "capture() again for other shapes"
                 )
-        if all(
-            src.is_contiguous() for src in sources
-        ):  # Note [Replay in one call]: the copies and the launch
-            self._graphs().replay_inputs(graph, handle, [src.data_ptr() for src in sources], static_ptrs)
-            return outs
-        with self._support.current_stream(self._index, handle):
-            for dst, src in zip(static, sources, strict=True):
-                dst.copy_(src, non_blocking=True)
-            self._graphs().replay(graph, handle)
-        return outs
+            if not src.is_contiguous():
+                with self._support.current_stream(self._index, handle):
+                    dst.copy_(src, non_blocking=True)
+                src = dst
+            sources.append(src)
+        rc = _tensor_module()._aoti_graph_replay(g.replay_fn, g.handle, handle, tuple(sources), g.static)
+        if rc == -1:
+            raise RuntimeError(
+                "slimtensor.aoti: replay(): dense inputs matching the static inputs were refused (a bug in "
+                "slimtensor; please report it)"
+            )
+        return rc
 
     def _release_graph(self):
-        g = getattr(self, "_graph", None)
+        """Destroys the captured graph once no run or replay is in flight."""
+        with self._lock:
+            self._drain()
+            g, self._graph = self._graph, None
         if g is not None:
-            self._graph = None
-            self._graphs().destroy(g[0])
+            self._graphs().destroy(g.handle)
 
     # ---- closing ------------------------------------------------------------------------------------
     def close(self) -> None:
         """Releases the model. Outputs that alias its constants stay valid (Note [Model owner])."""
-        with self._cv:
-            if not self._closed:
-                self._closed = True
-                while self._inflight:
-                    self._cv.wait()
-                self._release_graph()
-                _lib.lib().slimtensor_aoti_owner_release(self._owner)
-                self._owner = None
+        with self._lock:
+            closing, self._closed = not self._closed, True
+            if closing:
+                self._drain()
+        if closing:  # nothing enters now: the graph, then the model
+            self._release_graph()
+            _lib.lib().slimtensor_aoti_owner_release(self._owner)
+            self._owner = None
         self._cleanup_files()
 
     def _cleanup_files(self):
@@ -676,6 +708,17 @@ class AOTIModel:
     def __repr__(self):
         state = "closed" if self._closed else f"{self.num_inputs} inputs, {self.num_outputs} outputs"
         return f"<slimtensor.aoti.AOTIModel {os.path.basename(self.path)!r} on {self.device}: {state}>"
+
+
+class _CapturedGraph:
+    """What capture() made (Note [Model capture]): the plugin's graph, the plugin's replay function for
+    slimtensor._C._aoti_graph_replay, the static inputs and outputs, and the private stream of the capture."""
+
+    __slots__ = ("handle", "replay_fn", "static", "outs", "stream")
+
+    def __init__(self, handle: int, replay_fn: int, static: tuple, outs, stream):
+        self.handle, self.replay_fn, self.static = handle, replay_fn, static
+        self.outs, self.stream = outs, stream
 
 
 def _tensor_module():
