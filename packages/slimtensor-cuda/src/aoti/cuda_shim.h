@@ -48,8 +48,8 @@ SLIMTENSOR_CUDA_AOTI_API int64_t slimtensor_cuda_aoti_model_blocks(void);
 // inputs (static_inputs[i], nbytes[i] bytes of dense device memory each), which replay() points at new sources.
 // The calling thread must run the model and call capture_end on the same stream.
 SLIMTENSOR_CUDA_AOTI_API int32_t slimtensor_cuda_aoti_capture_begin(int32_t device, void* stream, int32_t n,
-                                                                    void* const* static_inputs,
-                                                                    const uint64_t* nbytes, void** graph);
+                                                                    void* const* static_inputs, const uint64_t* nbytes,
+                                                                    void** graph);
 // Ends the capture and instantiates the graph. On failure (the model did something that cannot be captured)
 // the graph is destroyed, its pool released, and the error says what CUDA refused.
 SLIMTENSOR_CUDA_AOTI_API int32_t slimtensor_cuda_aoti_capture_end(void* graph, void* stream);
