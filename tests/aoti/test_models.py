@@ -388,3 +388,40 @@ def test_concurrent_runs(model_dir):
             t.join()
     assert not errors, errors[0]
     assert aoti.live_handles() == before
+
+
+def test_close_while_other_threads_run(model_dir):
+    """close() waits for the runs in flight, then releases the model; later runs are refused as closed, none
+    crashes, and every handle is released (Note [Concurrent runs])."""
+    import threading
+
+    import slimtensor as st
+    from slimtensor import aoti
+
+    inputs, expected = load_reference(model_dir, "mlp")[0]
+    before = aoti.live_handles()
+    m = aoti.load(f"{model_dir}/mlp.pt2", num_models=2)
+    xs = [st.asarray(a) for a in inputs]
+    runs, errors, started = [0], [], threading.Barrier(3)
+
+    def work():
+        started.wait()
+        try:
+            while True:
+                np.testing.assert_allclose(m(*xs).numpy(), expected[0], rtol=2e-5, atol=2e-5)
+                runs[0] += 1
+        except RuntimeError as e:
+            errors.append(str(e))
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    started.wait()
+    while runs[0] < 10:
+        pass
+    m.close()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads)
+    assert len(errors) == 2 and all("closed" in e for e in errors), errors
+    assert aoti.live_handles() == before

@@ -680,9 +680,7 @@ class AOTIModel:
         """Releases the model. Outputs that alias its constants stay valid (Note [Model owner])."""
         with self._lock:
             closing, self._closed = not self._closed, True
-            if closing:
-                self._drain()
-        if closing:  # nothing enters now: the graph, then the model
+        if closing:  # nothing enters now; the graph goes once the runs in flight are done, then the model
             self._release_graph()
             _lib.lib().slimtensor_aoti_owner_release(self._owner)
             self._owner = None
